@@ -1,0 +1,44 @@
+"""Accounts and their API tokens: the one place that creates, rotates and revokes them."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+
+class AccountExists(Exception):
+    """An account with that name is there already."""
+
+
+def account_create(*, username: str, staff: bool = False, password: str | None = None) -> tuple[AbstractBaseUser, str]:
+    """Create an account (an agent's or a person's) and its API token; returns both.
+
+    Without a password the account cannot log in to the dashboard until one is set
+    (`manage.py changepassword NAME`); its token works at once.
+    """
+    user_model = get_user_model()
+    with transaction.atomic():
+        if user_model.objects.filter(username=username).exists():
+            raise AccountExists(username)
+        account = user_model(username=username, is_staff=staff, is_superuser=staff)
+        if password:
+            account.set_password(password)
+        else:
+            account.set_unusable_password()
+        account.full_clean(exclude=["password"])
+        account.save()
+        token = Token.objects.create(user=account)
+    return account, token.key
+
+
+def token_rotate(*, account: AbstractBaseUser) -> str:
+    """Issue a new token for the account; the old one stops working at once."""
+    with transaction.atomic():
+        Token.objects.filter(user=account).delete()
+        return Token.objects.create(user=account).key
+
+
+def token_revoke(*, account: AbstractBaseUser) -> bool:
+    """Revoke the account's token; True when there was one."""
+    deleted, _ = Token.objects.filter(user=account).delete()
+    return bool(deleted)

@@ -1,0 +1,112 @@
+"""The admin: entries listed, searched and filtered; every edit and delete goes through the services."""
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+
+from memories import selectors, services
+from memories.models import MemoryEntry, MemoryEvent
+from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+
+
+class MemoryEntryForm(forms.ModelForm):
+    class Meta:
+        model = MemoryEntry
+        fields = ["owner", "uid", "key", "value", "kind", "meta"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if "meta" in cleaned and cleaned["meta"] is None:
+            cleaned["meta"] = {}
+        checks = {"uid": check_uid, "key": check_key, "value": check_value, "kind": check_kind, "meta": check_meta}
+        for field, check in checks.items():
+            if field in cleaned and field in self.fields and not self.fields[field].disabled:
+                try:
+                    check(cleaned[field])
+                except InvalidField as error:
+                    self.add_error(field, ValidationError(error.message))
+        return cleaned
+
+    def validate_unique(self) -> None:
+        # The service upserts on (owner, uid, key); it is the one to decide what exists.
+        pass
+
+
+@admin.register(MemoryEntry)
+class MemoryEntryAdmin(admin.ModelAdmin):
+    form = MemoryEntryForm
+    list_display = ["uid", "key", "kind", "owner", "version", "updated"]
+    list_filter = ["kind", "owner"]
+    search_fields = ["uid", "key", "value"]
+    list_select_related = ["owner"]
+    ordering = ["-updated"]
+    readonly_fields = ["version", "created", "updated", "history"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: MemoryEntry | None = None) -> list[str]:
+        # An entry's identity is fixed once it exists: changing it would be a delete and a create.
+        if obj is not None:
+            return ["owner", "uid", "key", *self.readonly_fields]
+        return [field for field in self.readonly_fields if field != "history"]
+
+    @admin.display(description="History (newest first)")
+    def history(self, entry: MemoryEntry) -> str:
+        events = selectors.entry_history(owner=entry.owner, uid=entry.uid, key=entry.key)
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>v{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (event.at, event.version, event.get_action_display(), event.actor or "", event.value_before or "", event.value_after or "")
+                for event in events
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>when</th><th>version</th><th>action</th><th>by</th><th>before</th><th>after</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
+        )
+
+    def save_model(self, request: HttpRequest, obj: MemoryEntry, form: forms.ModelForm, change: bool) -> None:
+        result = services.entry_put(
+            owner=obj.owner,
+            uid=obj.uid,
+            key=obj.key,
+            value=obj.value,
+            kind=obj.kind,
+            meta=obj.meta,
+            actor=request.user,
+        )
+        # The admin reads obj.pk afterwards to build its message and redirect.
+        obj.pk = result.entry.pk
+        obj.version = result.entry.version
+
+    def delete_model(self, request: HttpRequest, obj: MemoryEntry) -> None:
+        services.entry_delete(owner=obj.owner, uid=obj.uid, key=obj.key, actor=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MemoryEntry]) -> None:
+        for entry in queryset.select_related("owner"):
+            services.entry_delete(owner=entry.owner, uid=entry.uid, key=entry.key, actor=request.user)
+
+
+@admin.register(MemoryEvent)
+class MemoryEventAdmin(admin.ModelAdmin):
+    """The history, read-only: it records what happened and is never edited."""
+
+    list_display = ["at", "uid", "key", "action", "version", "owner", "actor"]
+    list_filter = ["action", "owner"]
+    search_fields = ["uid", "key"]
+    list_select_related = ["owner", "actor"]
+    ordering = ["-id"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: MemoryEvent | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: MemoryEvent | None = None) -> bool:
+        return False

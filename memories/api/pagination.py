@@ -1,0 +1,10 @@
+from django.conf import settings
+from rest_framework.pagination import PageNumberPagination
+
+
+class MemoryPagination(PageNumberPagination):
+    """Numbered pages: ?page=N&page_size=M, capped at MEMORYHUB_MAX_PAGE_SIZE."""
+
+    page_size = settings.MEMORYHUB_PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = settings.MEMORYHUB_MAX_PAGE_SIZE

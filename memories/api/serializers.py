@@ -1,0 +1,107 @@
+"""What the API reads and writes. Serializers parse and check shapes; services do the writing."""
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memories.models import KEY_MAX_LENGTH, MemoryEntry, MemoryEvent
+from memories.validation import InvalidField, check_key, check_kind, check_meta, check_value
+
+
+class StrictCharField(serializers.CharField):
+    """A string taken as sent: no number-to-text coercion, no whitespace trimming."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+
+def _run_check(check, value: Any) -> Any:  # noqa: ANN001 - a validation.check_* function
+    try:
+        return check(value)
+    except InvalidField as error:
+        raise serializers.ValidationError(error.message) from None
+
+
+class EntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MemoryEntry
+        fields = ["uid", "key", "value", "kind", "meta", "version", "created", "updated"]
+        read_only_fields = fields
+
+
+class EntryWriteSerializer(serializers.Serializer):
+    """Body of PUT /users/{uid}/memories/{key} (and of PATCH, where every field is optional)."""
+
+    value = StrictCharField(allow_blank=True, help_text=f"The memory, at most {settings.MEMORYHUB_MAX_VALUE_BYTES} bytes.")
+    kind = StrictCharField(required=False, help_text="Defaults to 'preference' on creation; kept on update when left out.")
+    meta = serializers.JSONField(required=False, help_text="A JSON object; kept on update when left out.")
+
+    def validate_value(self, value: str) -> str:
+        return _run_check(check_value, value)
+
+    def validate_kind(self, kind: str) -> str:
+        return _run_check(check_kind, kind)
+
+    def validate_meta(self, meta: Any) -> dict:
+        return _run_check(check_meta, meta)
+
+
+class EntryCreateSerializer(EntryWriteSerializer):
+    """Body of POST /users/{uid}/memories/: the key travels in the body."""
+
+    key = StrictCharField(allow_blank=True, max_length=None, help_text=f"1 to {KEY_MAX_LENGTH} characters.")
+
+    def validate_key(self, key: str) -> str:
+        return _run_check(check_key, key)
+
+
+class EventSerializer(serializers.ModelSerializer):
+    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = MemoryEvent
+        fields = [
+            "action",
+            "version",
+            "value_before",
+            "value_after",
+            "kind_before",
+            "kind_after",
+            "meta_before",
+            "meta_after",
+            "actor",
+            "at",
+        ]
+        read_only_fields = fields
+
+
+class UserSummarySerializer(serializers.Serializer):
+    uid = serializers.CharField()
+    entries = serializers.IntegerField()
+    last_updated = serializers.DateTimeField()
+
+
+class ForgetSerializer(serializers.Serializer):
+    uid = serializers.CharField()
+    deleted = serializers.IntegerField(help_text="How many entries were deleted; their history stays.")
+
+
+class CountsSerializer(serializers.Serializer):
+    entries = serializers.IntegerField()
+    users = serializers.IntegerField()
+
+
+class InfoSerializer(serializers.Serializer):
+    backend = serializers.CharField()
+    cloud = serializers.BooleanField()
+    available = serializers.BooleanField()
+    reason = serializers.CharField()
+    counts = CountsSerializer()
+    version = serializers.CharField()

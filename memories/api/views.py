@@ -1,0 +1,200 @@
+"""The REST API: thin views that parse, call a service or a selector, and render.
+
+Every view reads and writes only the requesting account's entries; another account's uid or key
+answers 404, exactly as a missing one.
+"""
+
+from django.conf import settings
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories import selectors, services
+from memories.api.serializers import (
+    EntryCreateSerializer,
+    EntrySerializer,
+    EntryWriteSerializer,
+    EventSerializer,
+    ForgetSerializer,
+    InfoSerializer,
+    UserSummarySerializer,
+)
+from memories.api.pagination import MemoryPagination
+from memories.backends import hub_status
+from memories.tool import TOOL_SCHEMA, run_tool
+
+UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
+KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
+
+
+def _paginate(view: APIView, request: Request, queryset, serializer_class) -> Response:  # noqa: ANN001
+    paginator = view.pagination_class()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def _write_response(result: services.PutResult) -> Response:
+    code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+    return Response(EntrySerializer(result.entry).data, status=code)
+
+
+class HubAPIView(APIView):
+    pagination_class = MemoryPagination
+
+
+@extend_schema(tags=["users"])
+class UserListView(HubAPIView):
+    @extend_schema(
+        summary="List the account's users",
+        parameters=[OpenApiParameter("search", str, description="Only uids holding this text.")],
+        responses=UserSummarySerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        users = selectors.user_list(owner=request.user, search=request.query_params.get("search") or None)
+        return _paginate(self, request, users, UserSummarySerializer)
+
+
+@extend_schema(tags=["users"], parameters=[UID_PARAMETER])
+class UserDetailView(HubAPIView):
+    @extend_schema(summary="Forget a user: delete every entry, keep the history", responses=ForgetSerializer)
+    def delete(self, request: Request, uid: str) -> Response:
+        deleted = services.user_forget(owner=request.user, uid=uid, actor=request.user)
+        if not deleted:
+            raise Http404
+        return Response({"uid": uid, "deleted": deleted})
+
+
+@extend_schema(tags=["memories"], parameters=[UID_PARAMETER])
+class MemoryListView(HubAPIView):
+    @extend_schema(
+        summary="List a user's memories, or query them with q",
+        parameters=[
+            OpenApiParameter("q", str, description="Only entries whose key or value holds this text (any case)."),
+            OpenApiParameter("kind", str, description="Only entries of this kind."),
+        ],
+        responses=EntrySerializer(many=True),
+    )
+    def get(self, request: Request, uid: str) -> Response:
+        query_text = request.query_params.get("q", "")
+        kind = request.query_params.get("kind") or None
+        if query_text:
+            entries = selectors.entry_find(owner=request.user, uid=uid, query_text=query_text, kind=kind)
+        else:
+            entries = selectors.entry_list(owner=request.user, uid=uid, kind=kind)
+        return _paginate(self, request, entries, EntrySerializer)
+
+    @extend_schema(
+        summary="Store a memory (upsert), the key in the body",
+        request=EntryCreateSerializer,
+        responses={200: EntrySerializer, 201: EntrySerializer},
+    )
+    def post(self, request: Request, uid: str) -> Response:
+        body = EntryCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = services.entry_put(owner=request.user, uid=uid, actor=request.user, **body.validated_data)
+        return _write_response(result)
+
+
+@extend_schema(tags=["memories"], parameters=[UID_PARAMETER, KEY_PARAMETER])
+class MemoryDetailView(HubAPIView):
+    def _entry(self, request: Request, uid: str, key: str):  # noqa: ANN202
+        entry = selectors.entry_get(owner=request.user, uid=uid, key=key)
+        if entry is None:
+            raise Http404
+        return entry
+
+    @extend_schema(summary="Get a memory", responses=EntrySerializer)
+    def get(self, request: Request, uid: str, key: str) -> Response:
+        return Response(EntrySerializer(self._entry(request, uid, key)).data)
+
+    @extend_schema(
+        summary="Store a memory (upsert): 201 when created, 200 when changed or unchanged",
+        request=EntryWriteSerializer,
+        responses={200: EntrySerializer, 201: EntrySerializer},
+    )
+    def put(self, request: Request, uid: str, key: str) -> Response:
+        body = EntryWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = services.entry_put(owner=request.user, uid=uid, key=key, actor=request.user, **body.validated_data)
+        return _write_response(result)
+
+    @extend_schema(summary="Change some fields of a memory", request=EntryWriteSerializer, responses=EntrySerializer)
+    def patch(self, request: Request, uid: str, key: str) -> Response:
+        body = EntryWriteSerializer(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        result = services.entry_update(owner=request.user, uid=uid, key=key, actor=request.user, **body.validated_data)
+        return Response(EntrySerializer(result.entry).data)
+
+    @extend_schema(summary="Delete a memory (its history stays)", responses={204: None})
+    def delete(self, request: Request, uid: str, key: str) -> Response:
+        if services.entry_delete(owner=request.user, uid=uid, key=key, actor=request.user) is None:
+            raise Http404
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(tags=["memories"], parameters=[UID_PARAMETER, KEY_PARAMETER])
+class MemoryHistoryView(HubAPIView):
+    @extend_schema(summary="A memory's history, newest first", responses=EventSerializer(many=True))
+    def get(self, request: Request, uid: str, key: str) -> Response:
+        events = selectors.entry_history(owner=request.user, uid=uid, key=key)
+        response = _paginate(self, request, events, EventSerializer)
+        if response.data["count"] == 0:
+            raise Http404
+        return response
+
+
+@extend_schema(tags=["hub"])
+class InfoView(HubAPIView):
+    @extend_schema(summary="The backend in use, the account's counts and the hub's version", responses=InfoSerializer)
+    def get(self, request: Request) -> Response:
+        backend = hub_status()
+        return Response(
+            {
+                "backend": backend.backend,
+                "cloud": backend.cloud,
+                "available": backend.available,
+                "reason": backend.reason,
+                "counts": selectors.owner_counts(owner=request.user),
+                "version": settings.VERSION,
+            }
+        )
+
+
+TOOL_REPLY = inline_serializer(
+    "ToolReply",
+    fields={"ok": serializers.BooleanField(), "error": serializers.CharField(required=False)},
+)
+
+
+@extend_schema(tags=["tool"])
+class ToolView(HubAPIView):
+    @extend_schema(
+        summary="Run one memory_backend tool call",
+        description="Takes the tool's arguments (action, uid, key, value, query, meta) and replies as the tool does.",
+        request=inline_serializer(
+            "ToolCall",
+            fields={
+                "action": serializers.ChoiceField(choices=TOOL_SCHEMA["parameters"]["properties"]["action"]["enum"]),
+                "uid": serializers.CharField(required=False, default="default"),
+                "key": serializers.CharField(required=False),
+                "value": serializers.CharField(required=False),
+                "query": serializers.CharField(required=False),
+                "meta": serializers.DictField(required=False),
+            },
+        ),
+        responses=OpenApiTypes.OBJECT,
+    )
+    def post(self, request: Request) -> Response:
+        arguments = request.data if isinstance(request.data, dict) else {}
+        return Response(run_tool(account=request.user, arguments=arguments))
+
+
+@extend_schema(tags=["tool"])
+class ToolSchemaView(HubAPIView):
+    @extend_schema(summary="The tool's function-calling schema", responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        return Response(TOOL_SCHEMA)

@@ -1,0 +1,66 @@
+"""Reads of entries and their history, each scoped to the account that asks.
+
+Every function takes the owner and returns only that account's rows: there is no read here that
+could show one account another's memories.
+"""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Max, Q, QuerySet
+
+from memories.models import MemoryEntry, MemoryEvent
+
+
+def entry_get(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry | None:
+    """The entry (uid, key) of this account, or None."""
+    return MemoryEntry.objects.filter(owner=owner, uid=uid, key=key).first()
+
+
+def entry_list(*, owner: AbstractBaseUser, uid: str, kind: str | None = None) -> QuerySet[MemoryEntry]:
+    """One user's entries, newest first (unevaluated: page it)."""
+    entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
+    if kind:
+        entries = entries.filter(kind=kind)
+    return entries.order_by("-updated", "-id")
+
+
+def entry_find(
+    *, owner: AbstractBaseUser, uid: str, query_text: str, kind: str | None = None
+) -> QuerySet[MemoryEntry]:
+    """One user's entries whose key or value holds query_text, case-insensitively, newest first."""
+    return entry_list(owner=owner, uid=uid, kind=kind).filter(
+        Q(key__icontains=query_text) | Q(value__icontains=query_text)
+    )
+
+
+def user_list(*, owner: AbstractBaseUser, search: str | None = None) -> QuerySet:
+    """The account's uids, each with its number of entries and last update, most recent first.
+
+    Rows are dicts: {"uid", "entries", "last_updated"}.
+    """
+    entries = MemoryEntry.objects.filter(owner=owner)
+    if search:
+        entries = entries.filter(uid__icontains=search)
+    return (
+        entries.values("uid")
+        .annotate(entries=Count("id"), last_updated=Max("updated"))
+        .order_by("-last_updated", "uid")
+    )
+
+
+def uid_exists(*, owner: AbstractBaseUser, uid: str) -> bool:
+    return MemoryEntry.objects.filter(owner=owner, uid=uid).exists()
+
+
+def entry_history(*, owner: AbstractBaseUser, uid: str, key: str) -> QuerySet[MemoryEvent]:
+    """Every recorded change to (uid, key), newest first, including changes to since-deleted entries."""
+    return (
+        MemoryEvent.objects.filter(owner=owner, uid=uid, key=key)
+        .select_related("actor")
+        .order_by("-id")
+    )
+
+
+def owner_counts(*, owner: AbstractBaseUser) -> dict[str, int]:
+    """How many entries and distinct uids the account holds."""
+    totals = MemoryEntry.objects.filter(owner=owner).aggregate(entries=Count("id"), users=Count("uid", distinct=True))
+    return {"entries": totals["entries"], "users": totals["users"]}

@@ -1,0 +1,136 @@
+"""The memory_backend tool: the actions an agent calls, with the replies it already knows.
+
+Replies and error strings are those of the agent-side tool the hub grows from, so an agent that
+used it can point at POST /api/v1/tool unchanged. Every write goes through memories.services and
+every read through memories.selectors, scoped to the calling account.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+
+from memories import selectors, services
+from memories.backends import hub_status
+from memories.validation import InvalidField, check_key, check_uid
+
+ACTIONS = ("store", "get", "query", "list", "delete", "info", "evaluate")
+
+TOOL_SCHEMA: dict[str, Any] = {
+    "name": "memory_backend",
+    "description": "Cross-session memory backends. Local SQLite default, Honcho cloud opt-in. Zero overhead when disabled.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "uid": {"type": "string"},
+            "key": {"type": "string"},
+            "value": {"type": "string"},
+            "query": {"type": "string"},
+            "meta": {"type": "object"},
+        },
+        "required": ["action"],
+    },
+}
+
+Reply = dict[str, Any]
+
+# Set by the evaluation app when it is installed: a callable(account) -> {"results", "recommendation"}.
+evaluate_hook: Callable[[AbstractBaseUser], dict[str, Any]] | None = None
+
+
+def _error(message: str) -> Reply:
+    return {"ok": False, "error": message}
+
+
+def _store(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+    key, value, meta = args.get("key"), args.get("value"), args.get("meta")
+    if not key or value is None:
+        return _error("key+value required")
+    if meta is not None and not isinstance(meta, dict):
+        return {"ok": False, "key": key, "error": "meta: must be a JSON object."}
+    # The agent-side tool sets an entry's kind from meta["type"]; without one, the kind is kept.
+    kind = meta.get("type") if meta else None
+    try:
+        services.entry_put(owner=account, uid=uid, key=key, value=value, kind=kind, meta=meta)
+    except InvalidField as error:
+        return {"ok": False, "key": key, "error": str(error)}
+    return {"ok": True, "key": key}
+
+
+def _get(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+    key = args.get("key")
+    if not key:
+        return _error("key required")
+    entry = selectors.entry_get(owner=account, uid=uid, key=key) if isinstance(key, str) else None
+    if entry is None:
+        return _error("not found")
+    return {"ok": True, "key": entry.key, "value": entry.value, "type": entry.kind}
+
+
+def _query(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+    query_text = args.get("query")
+    if not query_text:
+        return _error("query required")
+    if not isinstance(query_text, str):
+        return _error("query: must be a string.")
+    found = selectors.entry_find(owner=account, uid=uid, query_text=query_text)[: settings.MEMORYHUB_QUERY_LIMIT]
+    results = [{"key": key, "value": value} for key, value in found.values_list("key", "value")]
+    return {"ok": True, "results": results, "count": len(results)}
+
+
+def _list(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+    entries = [
+        {"key": key, "type": kind}
+        for key, kind in selectors.entry_list(owner=account, uid=uid).values_list("key", "kind")
+    ]
+    return {"ok": True, "entries": entries, "count": len(entries)}
+
+
+def _delete(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+    key = args.get("key")
+    if not key:
+        return _error("key required")
+    if isinstance(key, str):
+        services.entry_delete(owner=account, uid=uid, key=key)
+    # Deleting what is not there succeeds, as it always has for agents.
+    return {"ok": True}
+
+
+def _info(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+    status = hub_status()
+    return {"ok": True, "backend": status.backend, "cloud": status.cloud, "available": status.available}
+
+
+def _evaluate(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+    if evaluate_hook is None:
+        return _error("not available")
+    return {"ok": True, **evaluate_hook(account)}
+
+
+HANDLERS: dict[str, Callable[[AbstractBaseUser, str, dict[str, Any]], Reply]] = {
+    "store": _store,
+    "get": _get,
+    "query": _query,
+    "list": _list,
+    "delete": _delete,
+    "info": _info,
+    "evaluate": _evaluate,
+}
+
+
+def run_tool(*, account: AbstractBaseUser, arguments: dict[str, Any]) -> Reply:
+    """Run one tool call for account and return its JSON reply (never raises on bad arguments)."""
+    action = arguments.get("action")
+    handler = HANDLERS.get(action) if isinstance(action, str) else None
+    if handler is None:
+        return _error(f"unknown: {action}")
+    uid = arguments.get("uid", "default")
+    try:
+        check_uid(uid)
+        if isinstance(arguments.get("key"), str) and arguments["key"]:
+            check_key(arguments["key"])
+    except InvalidField as error:
+        return _error(str(error))
+    return handler(account, uid, arguments)

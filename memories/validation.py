@@ -1,0 +1,127 @@
+"""Checks on every field an entry is written with.
+
+Each check raises InvalidField, whose message names the field and the limit, so every way in
+(API, tool, dashboard, admin, import) answers bad input the same way.
+"""
+
+import json
+import re
+import unicodedata
+from typing import Any
+
+from django.conf import settings
+
+from memories.models import KEY_MAX_LENGTH, KIND_MAX_LENGTH, UID_MAX_LENGTH
+
+KIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+META_MAX_DEPTH = 20
+
+
+class InvalidField(ValueError):
+    """A field's value breaks one of the hub's limits."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _has_unstorable_characters(text: str) -> bool:
+    # Lone surrogates cannot be encoded as UTF-8 and NUL cannot be stored in PostgreSQL text.
+    return any(unicodedata.category(char) == "Cs" or char == "\x00" for char in text)
+
+
+def _check_identifier(field: str, text: Any, max_length: int) -> str:
+    if not isinstance(text, str):
+        raise InvalidField(field, "must be a string.")
+    if text == "":
+        raise InvalidField(field, f"must not be empty (1 to {max_length} characters).")
+    if len(text) > max_length:
+        raise InvalidField(field, f"must be at most {max_length} characters; got {len(text)}.")
+    if any(unicodedata.category(char) in ("Cc", "Cs") for char in text):
+        raise InvalidField(field, "must not contain control characters.")
+    return text
+
+
+def check_uid(uid: Any) -> str:
+    return _check_identifier("uid", uid, UID_MAX_LENGTH)
+
+
+def check_key(key: Any) -> str:
+    return _check_identifier("key", key, KEY_MAX_LENGTH)
+
+
+def check_value(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidField("value", "must be a string.")
+    if _has_unstorable_characters(value):
+        raise InvalidField("value", "must not contain NUL characters or unpaired surrogates.")
+    limit = settings.MEMORYHUB_MAX_VALUE_BYTES
+    size = len(value.encode("utf-8"))
+    if size > limit:
+        raise InvalidField("value", f"must be at most {limit} bytes (UTF-8); got {size}.")
+    return value
+
+
+def check_kind(kind: Any) -> str:
+    if not isinstance(kind, str):
+        raise InvalidField("kind", "must be a string.")
+    if not 1 <= len(kind) <= KIND_MAX_LENGTH:
+        raise InvalidField("kind", f"must be 1 to {KIND_MAX_LENGTH} characters; got {len(kind)}.")
+    if not KIND_PATTERN.match(kind):
+        raise InvalidField(
+            "kind",
+            "must start with a letter or digit and hold only letters, digits, '_', '-', '.' and ':'.",
+        )
+    return kind
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a JSON value, stopping early once past the limit."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _has_unstorable_strings(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _has_unstorable_characters(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def check_meta(meta: Any) -> dict:
+    if not isinstance(meta, dict):
+        raise InvalidField("meta", "must be a JSON object.")
+    if _depth(meta, META_MAX_DEPTH) > META_MAX_DEPTH:
+        raise InvalidField("meta", f"must be nested at most {META_MAX_DEPTH} levels deep.")
+    if _has_unstorable_strings(meta):
+        raise InvalidField("meta", "must not contain NUL characters or unpaired surrogates.")
+    limit = settings.MEMORYHUB_MAX_META_BYTES
+    try:
+        size = len(json.dumps(meta, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8"))
+    except (TypeError, ValueError):
+        raise InvalidField("meta", "must hold only JSON values.") from None
+    if size > limit:
+        raise InvalidField("meta", f"must be at most {limit} bytes as JSON; got {size}.")
+    return meta

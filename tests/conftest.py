@@ -1,0 +1,61 @@
+"""Fixtures shared by every test: three parties in every scenario.
+
+owner: the account whose memories a test is about; stranger: another account of the same hub;
+anonymous: no credentials at all. Each API client is authenticated with the account's real token.
+"""
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from memories.accounts import account_create
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):  # noqa: ANN001, ANN202
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def _client_for(account: User) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get(user=account).key}")
+    return client
+
+
+@pytest.fixture
+def owner(db) -> User:  # noqa: ANN001
+    account, _ = account_create(username="owner", password="owner-password-1")
+    return account
+
+
+@pytest.fixture
+def stranger(db) -> User:  # noqa: ANN001
+    account, _ = account_create(username="stranger", password="stranger-password-1")
+    return account
+
+
+@pytest.fixture
+def staff(db) -> User:  # noqa: ANN001
+    account, _ = account_create(username="staffer", staff=True, password="staff-password-1")
+    return account
+
+
+@pytest.fixture
+def owner_api(owner: User) -> APIClient:
+    return _client_for(owner)
+
+
+@pytest.fixture
+def stranger_api(stranger: User) -> APIClient:
+    return _client_for(stranger)
+
+
+@pytest.fixture
+def staff_api(staff: User) -> APIClient:
+    return _client_for(staff)
+
+
+@pytest.fixture
+def anonymous_api(db) -> APIClient:  # noqa: ANN001
+    return APIClient()
