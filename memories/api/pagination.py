@@ -3,8 +3,14 @@ from rest_framework.pagination import PageNumberPagination
 
 
 class MemoryPagination(PageNumberPagination):
-    """Numbered pages: ?page=N&page_size=M, capped at MEMORYHUB_MAX_PAGE_SIZE."""
+    """Numbered pages: ?page=N&page_size=M, M capped at MEMORYHUB_MAX_PAGE_SIZE."""
 
-    page_size = settings.MEMORYHUB_PAGE_SIZE
     page_size_query_param = "page_size"
-    max_page_size = settings.MEMORYHUB_MAX_PAGE_SIZE
+
+    @property
+    def page_size(self) -> int:
+        return settings.MEMORYHUB_PAGE_SIZE
+
+    @property
+    def max_page_size(self) -> int:
+        return settings.MEMORYHUB_MAX_PAGE_SIZE

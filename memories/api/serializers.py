@@ -40,7 +40,7 @@ class EntryWriteSerializer(serializers.Serializer):
     """Body of PUT /users/{uid}/memories/{key} (and of PATCH, where every field is optional)."""
 
     value = StrictCharField(allow_blank=True, help_text=f"The memory, at most {settings.MEMORYHUB_MAX_VALUE_BYTES} bytes.")
-    kind = StrictCharField(required=False, help_text="Defaults to 'preference' on creation; kept on update when left out.")
+    kind = StrictCharField(required=False, allow_blank=True, help_text="Defaults to 'preference' on creation; kept on update when left out.")
     meta = serializers.JSONField(required=False, help_text="A JSON object; kept on update when left out.")
 
     def validate_value(self, value: str) -> str:

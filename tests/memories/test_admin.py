@@ -1,0 +1,96 @@
+import pytest
+
+from memories import selectors, services
+from memories.models import MemoryEntry, MemoryEvent
+
+
+@pytest.fixture
+def admin_client_logged_in(client, staff):  # noqa: ANN001, ANN201
+    client.force_login(staff)
+    return client
+
+
+def test_editing_an_entry_in_the_admin_goes_through_the_services(admin_client_logged_in, owner, staff):
+    entry = services.entry_put(owner=owner, uid="alice", key="language", value="Python").entry
+
+    response = admin_client_logged_in.post(
+        f"/admin/memories/memoryentry/{entry.pk}/change/",
+        {"value": "Rust", "kind": "fact", "meta": '{"edited": true}'},
+    )
+
+    assert response.status_code == 302
+    entry.refresh_from_db()
+    assert (entry.value, entry.kind, entry.meta, entry.version) == ("Rust", "fact", {"edited": True}, 2)
+    update = selectors.entry_history(owner=owner, uid="alice", key="language").first()
+    assert (update.action, update.value_before, update.value_after, update.actor) == ("update", "Python", "Rust", staff)
+
+
+def test_adding_an_entry_in_the_admin_records_its_creation(admin_client_logged_in, owner):
+    response = admin_client_logged_in.post(
+        "/admin/memories/memoryentry/add/",
+        {"owner": owner.pk, "uid": "alice", "key": "tz", "value": "CET", "kind": "fact", "meta": "{}"},
+    )
+
+    assert response.status_code == 302
+    entry = MemoryEntry.objects.get(owner=owner, uid="alice", key="tz")
+    assert entry.version == 1
+    assert MemoryEvent.objects.filter(owner=owner, key="tz", action="create").count() == 1
+
+
+def test_the_admin_shows_field_errors_and_writes_nothing(admin_client_logged_in, owner):
+    response = admin_client_logged_in.post(
+        "/admin/memories/memoryentry/add/",
+        {"owner": owner.pk, "uid": "alice", "key": "tz", "value": "CET", "kind": "bad kind", "meta": "[1]"},
+    )
+
+    assert response.status_code == 200
+    assert "letters, digits" in response.content.decode()
+    assert "must be a JSON object" in response.content.decode()
+    assert not MemoryEntry.objects.exists()
+
+
+def test_deleting_in_the_admin_records_the_deletion(admin_client_logged_in, owner):
+    entry = services.entry_put(owner=owner, uid="alice", key="language", value="Python").entry
+    other = services.entry_put(owner=owner, uid="alice", key="tz", value="CET").entry
+
+    admin_client_logged_in.post(f"/admin/memories/memoryentry/{entry.pk}/delete/", {"post": "yes"})
+    admin_client_logged_in.post(
+        "/admin/memories/memoryentry/",
+        {"action": "delete_selected", "_selected_action": [other.pk], "post": "yes"},
+    )
+
+    assert not MemoryEntry.objects.exists()
+    assert MemoryEvent.objects.filter(action="delete").count() == 2
+
+
+def test_the_entry_page_shows_its_history_read_only(admin_client_logged_in, owner):
+    entry = services.entry_put(owner=owner, uid="alice", key="language", value="<b>Python</b>").entry
+    services.entry_put(owner=owner, uid="alice", key="language", value="Rust")
+
+    page = admin_client_logged_in.get(f"/admin/memories/memoryentry/{entry.pk}/change/").content.decode()
+
+    assert "History (newest first)" in page
+    assert "&lt;b&gt;Python&lt;/b&gt;" in page
+    assert "<b>Python</b>" not in page
+
+
+def test_the_list_searches_uid_key_and_value_and_filters_on_kind(admin_client_logged_in, owner):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python", kind="fact")
+    services.entry_put(owner=owner, uid="bob", key="editor", value="vim")
+
+    found = admin_client_logged_in.get("/admin/memories/memoryentry/?q=python").content.decode()
+    facts = admin_client_logged_in.get("/admin/memories/memoryentry/?kind__exact=fact").content.decode()
+
+    assert "language" in found and "editor" not in found
+    assert "language" in facts and "editor" not in facts
+
+
+def test_history_cannot_be_edited_in_the_admin(admin_client_logged_in, owner):
+    services.entry_put(owner=owner, uid="alice", key="language", value="Python")
+    event = MemoryEvent.objects.get()
+
+    admin_client_logged_in.post(f"/admin/memories/memoryevent/{event.pk}/change/", {"value_after": "forged"})
+    admin_client_logged_in.post(f"/admin/memories/memoryevent/{event.pk}/delete/", {"post": "yes"})
+
+    event.refresh_from_db()
+    assert event.value_after == "Python"

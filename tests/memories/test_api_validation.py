@@ -1,0 +1,106 @@
+import pytest
+
+from memories.models import MemoryEntry, MemoryEvent
+
+BASE = "/api/v1/users"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({}, "value", "required"),
+        ({"value": None}, "value", "null"),
+        ({"value": 42}, "value", "valid string"),
+        ({"value": "v" * (64 * 1024 + 1)}, "value", "at most 65536 bytes"),
+        ({"value": "a\x00b"}, "value", "Null characters are not allowed"),
+        ({"value": "ok", "kind": ""}, "kind", "1 to 32"),
+        ({"value": "ok", "kind": "k" * 33}, "kind", "1 to 32"),
+        ({"value": "ok", "kind": "no spaces"}, "kind", "letters, digits"),
+        ({"value": "ok", "kind": 7}, "kind", "valid string"),
+        ({"value": "ok", "meta": "a string"}, "meta", "JSON object"),
+        ({"value": "ok", "meta": [1, 2]}, "meta", "JSON object"),
+        ({"value": "ok", "meta": {"blob": "m" * 16 * 1024}}, "meta", "at most 16384 bytes"),
+    ],
+)
+def test_a_bad_body_gets_a_400_naming_the_field_and_the_limit(owner_api, body, field, words):
+    response = owner_api.put(f"{BASE}/alice/memories/language", body, format="json")
+
+    assert response.status_code == 400
+    errors = response.json()
+    assert list(errors) == [field]
+    assert words in errors[field][0]
+    assert not MemoryEntry.objects.exists()
+    assert not MemoryEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("uid", "key", "field", "words"),
+    [
+        ("u" * 256, "language", "uid", "at most 255 characters"),
+        ("alice", "k" * 256, "key", "at most 255 characters"),
+        ("tab\there", "language", "uid", "control characters"),
+        ("alice", "bell\x07", "key", "control characters"),
+    ],
+)
+def test_a_bad_uid_or_key_in_the_path_gets_a_400_naming_it(owner_api, uid, key, field, words):
+    from urllib.parse import quote
+
+    response = owner_api.put(f"{BASE}/{quote(uid)}/memories/{quote(key)}", {"value": "x"}, format="json")
+
+    assert response.status_code == 400
+    assert words in response.json()[field][0]
+    assert not MemoryEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "words"),
+    [("", "must not be empty"), ("k" * 256, "at most 255"), ("new\nline", "control characters"), (None, "null")],
+)
+def test_a_bad_key_in_a_post_body_gets_a_400_naming_it(owner_api, key, words):
+    response = owner_api.post(f"{BASE}/alice/memories/", {"key": key, "value": "x"}, format="json")
+
+    assert response.status_code == 400
+    assert words in response.json()["key"][0]
+
+
+def test_a_value_at_the_limit_is_stored_whole(owner_api):
+    value = "v" * (64 * 1024)
+
+    response = owner_api.put(f"{BASE}/alice/memories/big", {"value": value}, format="json")
+
+    assert response.status_code == 201
+    assert owner_api.get(f"{BASE}/alice/memories/big").json()["value"] == value
+
+
+def test_whitespace_in_values_is_kept_as_sent(owner_api):
+    owner_api.put(f"{BASE}/alice/memories/poem", {"value": "  two spaces\n\tand a tab "}, format="json")
+
+    assert owner_api.get(f"{BASE}/alice/memories/poem").json()["value"] == "  two spaces\n\tand a tab "
+
+
+def test_malformed_json_gets_a_400_and_other_content_types_a_415(owner_api):
+    broken = owner_api.generic("PUT", f"{BASE}/alice/memories/k", "{not json", content_type="application/json")
+    form = owner_api.put(f"{BASE}/alice/memories/k", "value=x", content_type="application/x-www-form-urlencoded")
+
+    assert broken.status_code == 400
+    assert "JSON parse error" in broken.json()["detail"]
+    assert form.status_code == 415
+
+
+def test_a_page_size_above_the_cap_is_held_to_the_cap(owner, owner_api, settings):
+    from memories import services
+
+    settings.MEMORYHUB_MAX_PAGE_SIZE = 2
+    for number in range(3):
+        services.entry_put(owner=owner, uid="alice", key=f"k{number}", value="v")
+
+    response = owner_api.get(f"{BASE}/alice/memories/?page_size=100000")
+
+    assert response.status_code == 200
+    assert len(response.json()["results"]) == 2
+    assert response.json()["count"] == 3
+
+
+def test_an_invalid_page_answers_404_not_500(owner_api):
+    assert owner_api.get(f"{BASE}/alice/memories/?page=9").status_code == 404
+    assert owner_api.get(f"{BASE}/alice/memories/?page=abc").status_code == 404

@@ -1,0 +1,18 @@
+from django.core.management import call_command
+
+
+def test_the_schema_builds_and_validates_without_warnings(tmp_path):
+    target = tmp_path / "schema.yml"
+
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
+
+    text = target.read_text()
+    assert "/api/v1/users/{uid}/memories/{key}" in text
+    assert "/api/v1/tool" in text
+
+
+def test_the_schema_and_its_page_are_served(client, db):
+    assert client.get("/api/schema/").status_code == 200
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    assert b"cdn" not in page.content.lower(), "the docs page loads its scripts from the hub itself"

@@ -1,0 +1,149 @@
+"""The tool endpoint answers exactly as the agent-side memory_backend tool does."""
+
+import pytest
+
+from memories import selectors, services
+
+TOOL = "/api/v1/tool"
+
+
+def call(client, **arguments):  # noqa: ANN001, ANN003, ANN201
+    response = client.post(TOOL, arguments, format="json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_store_replies_ok_with_the_key_and_upserts(owner, owner_api):
+    assert call(owner_api, action="store", uid="alice", key="language", value="prefers Python") == {"ok": True, "key": "language"}
+    assert call(owner_api, action="store", uid="alice", key="language", value="prefers Rust") == {"ok": True, "key": "language"}
+
+    entry = selectors.entry_get(owner=owner, uid="alice", key="language")
+    assert (entry.value, entry.version) == ("prefers Rust", 2)
+
+
+def test_store_takes_the_kind_from_meta_type_as_the_tool_always_did(owner, owner_api):
+    call(owner_api, action="store", uid="alice", key="tz", value="CET", meta={"type": "fact", "source": "chat"})
+
+    entry = selectors.entry_get(owner=owner, uid="alice", key="tz")
+    assert (entry.kind, entry.meta) == ("fact", {"type": "fact", "source": "chat"})
+
+
+def test_uid_defaults_to_default(owner, owner_api):
+    call(owner_api, action="store", key="language", value="Python")
+
+    assert selectors.entry_get(owner=owner, uid="default", key="language").value == "Python"
+
+
+@pytest.mark.parametrize("arguments", [{"value": "v"}, {"key": "k"}, {"key": "", "value": "v"}])
+def test_store_without_key_and_value_says_so(owner_api, arguments):
+    assert call(owner_api, action="store", **arguments) == {"ok": False, "error": "key+value required"}
+
+
+def test_store_of_an_empty_value_is_allowed(owner_api):
+    assert call(owner_api, action="store", key="note", value="") == {"ok": True, "key": "note"}
+
+
+def test_store_beyond_a_limit_is_refused_with_the_field_and_limit(owner_api):
+    reply = call(owner_api, action="store", key="big", value="v" * (64 * 1024 + 1))
+
+    assert reply["ok"] is False
+    assert reply["key"] == "big"
+    assert "value" in reply["error"] and "65536 bytes" in reply["error"]
+
+
+def test_get_replies_key_value_and_type(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python", kind="fact")
+
+    assert call(owner_api, action="get", uid="alice", key="language") == {
+        "ok": True,
+        "key": "language",
+        "value": "prefers Python",
+        "type": "fact",
+    }
+
+
+def test_get_errors_are_the_tools(owner_api):
+    assert call(owner_api, action="get", uid="alice") == {"ok": False, "error": "key required"}
+    assert call(owner_api, action="get", uid="alice", key="missing") == {"ok": False, "error": "not found"}
+
+
+def test_query_replies_matching_keys_and_values_newest_first(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    services.entry_put(owner=owner, uid="alice", key="python-version", value="3.11")
+
+    assert call(owner_api, action="query", uid="alice", query="python") == {
+        "ok": True,
+        "results": [{"key": "python-version", "value": "3.11"}, {"key": "language", "value": "prefers Python"}],
+        "count": 2,
+    }
+    assert call(owner_api, action="query", uid="alice", query="nothing like it") == {"ok": True, "results": [], "count": 0}
+
+
+def test_query_returns_at_most_ten_results(owner, owner_api):
+    for number in range(12):
+        services.entry_put(owner=owner, uid="alice", key=f"note{number}", value="same word")
+
+    assert call(owner_api, action="query", uid="alice", query="word")["count"] == 10
+
+
+def test_query_without_text_says_so(owner_api):
+    assert call(owner_api, action="query", uid="alice") == {"ok": False, "error": "query required"}
+
+
+def test_list_replies_keys_and_types_newest_first(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="language", value="Python")
+    services.entry_put(owner=owner, uid="alice", key="tz", value="CET", kind="fact")
+
+    assert call(owner_api, action="list", uid="alice") == {
+        "ok": True,
+        "entries": [{"key": "tz", "type": "fact"}, {"key": "language", "type": "preference"}],
+        "count": 2,
+    }
+    assert call(owner_api, action="list", uid="nobody") == {"ok": True, "entries": [], "count": 0}
+
+
+def test_delete_replies_ok_and_removes_the_entry(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="language", value="Python")
+
+    assert call(owner_api, action="delete", uid="alice", key="language") == {"ok": True}
+    assert selectors.entry_get(owner=owner, uid="alice", key="language") is None
+    assert call(owner_api, action="delete", uid="alice", key="language") == {"ok": True}
+    assert call(owner_api, action="delete", uid="alice") == {"ok": False, "error": "key required"}
+
+
+def test_info_replies_backend_cloud_and_availability(owner_api):
+    assert call(owner_api, action="info") == {"ok": True, "backend": "local", "cloud": False, "available": True}
+
+
+def test_an_unknown_action_is_named_in_the_error(owner_api):
+    assert call(owner_api, action="remember") == {"ok": False, "error": "unknown: remember"}
+    assert call(owner_api) == {"ok": False, "error": "unknown: None"}
+
+
+def test_a_bad_uid_is_refused_with_its_limit(owner_api):
+    reply = call(owner_api, action="list", uid="u" * 256)
+
+    assert reply["ok"] is False
+    assert "uid" in reply["error"] and "255" in reply["error"]
+
+
+def test_a_stranger_cannot_reach_the_owners_memories_through_the_tool(owner, owner_api, stranger_api):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+
+    assert call(stranger_api, action="get", uid="alice", key="language") == {"ok": False, "error": "not found"}
+    assert call(stranger_api, action="query", uid="alice", query="python")["count"] == 0
+    assert call(stranger_api, action="list", uid="alice")["count"] == 0
+    call(stranger_api, action="delete", uid="alice", key="language")
+    assert selectors.entry_get(owner=owner, uid="alice", key="language").value == "prefers Python"
+
+
+def test_the_schema_is_the_tools_function_calling_schema(owner_api):
+    schema = owner_api.get("/api/v1/tool/schema").json()
+
+    assert schema["name"] == "memory_backend"
+    assert schema["parameters"]["required"] == ["action"]
+    assert schema["parameters"]["properties"]["action"]["enum"] == [
+        "store", "get", "query", "list", "delete", "info", "evaluate",
+    ]
+    assert set(schema["parameters"]["properties"]) == {"action", "uid", "key", "value", "query", "meta"}
