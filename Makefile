@@ -10,28 +10,28 @@ WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 .PHONY: run test install install-dev migrate clean
 
 $(VENV)/.installed: requirements.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
-	touch $@
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	@touch $@
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
-	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
-	touch $@
+	@$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	@touch $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 data/secret_key:
-	mkdir -p data
-	umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
+	@mkdir -p data
+	@umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
 
 migrate: $(VENV)/.installed data/secret_key
-	$(WITH_KEY) $(PY) manage.py migrate --noinput -v0
+	@$(WITH_KEY) $(PY) manage.py migrate --noinput -v0
 
 run: migrate
-	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
-	$(WITH_KEY) $(PY) manage.py first_run
-	$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	@$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
+	@$(WITH_KEY) $(PY) manage.py first_run
+	@$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
