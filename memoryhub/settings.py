@@ -184,7 +184,9 @@ if MEMORYHUB_BACKEND not in ("auto", "local", "honcho", "null"):
 
 # Honcho (optional): the cloud when only HONCHO_API_KEY is set, a self-hosted server at HONCHO_URL.
 # Nothing talks to it unless one of the two is set.
-HONCHO_URL = os.environ.get("HONCHO_URL", "").strip()
+HONCHO_URL = os.environ.get("HONCHO_URL", "").strip().rstrip("/")
+if HONCHO_URL and not HONCHO_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"HONCHO_URL must start with http:// or https://; got {HONCHO_URL!r}")
 HONCHO_API_KEY = os.environ.get("HONCHO_API_KEY", "").strip()
 HONCHO_WORKSPACE_ID = os.environ.get("HONCHO_WORKSPACE_ID", "").strip() or "memoryhub"
 HONCHO_TIMEOUT = envfloat("HONCHO_TIMEOUT", 5.0)
@@ -222,4 +224,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # httpx (under the Honcho SDK) logs every request at INFO; only its problems are worth a line.
+    "loggers": {"httpx": {"level": "WARNING"}},
 }
