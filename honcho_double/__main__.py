@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fail-kinds",
         default="server_error,timeout,dropped_connection",
-        help="comma-separated faults to draw from: server_error, timeout, dropped_connection",
+        help="comma-separated faults to draw from: server_error, timeout, dropped_connection, rate_limited",
     )
     parser.add_argument("--timeout-delay", type=float, default=30.0, help="seconds a 'timeout' fault holds a request")
     parser.add_argument("--unauthorized", action="store_true", help="answer 401 to everything")

@@ -13,6 +13,7 @@ class Fault(enum.Enum):
     TIMEOUT = "timeout"  # no answer before the client gives up; nothing written
     DROPPED_CONNECTION = "dropped_connection"  # the write happens, then the connection drops: the reply is lost
     UNAUTHORIZED = "unauthorized"  # 401, as for a bad API key
+    RATE_LIMITED = "rate_limited"  # 429 with a Retry-After header; nothing written
     UNREACHABLE = "unreachable"  # connection refused
 
 

@@ -18,6 +18,7 @@ from honcho_double.faults import Fault, FaultPlan
 IN_PROCESS_BASE_URL = "http://honcho.test"
 UNAUTHORIZED_BODY = {"detail": "Invalid API key"}
 SERVER_ERROR_BODY = {"detail": "Internal Server Error"}
+RATE_LIMITED_BODY = {"detail": "Rate limit exceeded"}
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,22 @@ class HonchoDouble:
     api_key: when set, a request without `Authorization: Bearer <api_key>` answers 401.
     timeout_delay: over HTTP, how long a TIMEOUT fault holds the request before closing it
     (in process, a TIMEOUT raises httpx.ReadTimeout at once, with no waiting).
+    retry_after: the seconds a RATE_LIMITED answer asks the client to wait (its Retry-After header).
     """
 
-    def __init__(self, *, api_key: str | None = None, faults: FaultPlan | None = None, timeout_delay: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        faults: FaultPlan | None = None,
+        timeout_delay: float = 30.0,
+        retry_after: float = 1.0,
+    ) -> None:
         self.state = HonchoState()
         self.faults = faults or FaultPlan()
         self.api_key = api_key
         self.timeout_delay = timeout_delay
+        self.retry_after = retry_after
         self.calls: list[Call] = []
         self._calls_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -76,6 +86,8 @@ class HonchoDouble:
             reply = Reply(401, UNAUTHORIZED_BODY)
         elif fault is Fault.SERVER_ERROR:
             reply = Reply(500, SERVER_ERROR_BODY)
+        elif fault is Fault.RATE_LIMITED:
+            reply = Reply(429, RATE_LIMITED_BODY)
         else:
             reply = self.state.handle(method, path, query, body)
             if fault is Fault.DROPPED_CONNECTION:
@@ -85,6 +97,9 @@ class HonchoDouble:
         return reply, fault
 
     # In process -------------------------------------------------------------------------------
+
+    def headers_for(self, reply: Reply) -> dict[str, str]:
+        return {"Retry-After": f"{self.retry_after:g}"} if reply.status == 429 else {}
 
     def _handle_httpx(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else None
@@ -96,7 +111,7 @@ class HonchoDouble:
             raise httpx.ReadTimeout("timed out", request=request)
         if reply is None:
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
-        return httpx.Response(reply.status, json=reply.body, request=request)
+        return httpx.Response(reply.status, json=reply.body, headers=self.headers_for(reply), request=request)
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self._handle_httpx)
@@ -142,6 +157,8 @@ class HonchoDouble:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in double.headers_for(reply).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
 

@@ -314,6 +314,10 @@ class HonchoStore:
             wanted["mh_uid"] = uid
         return _newest_first(self._sessions({"metadata": wanted}, action="listing entries"))
 
+    def all_records(self) -> list[RemoteEntry]:
+        """Every record the hub wrote in this workspace, of every account (for a reconciliation)."""
+        return self._sessions({"metadata": {"mh": METADATA_SCHEMA}}, action="listing every entry")
+
     def search(self, owner_id: int, uid: str, query_text: str, limit: int = DEFAULT_FIND_LIMIT) -> list[RemoteEntry]:
         """uid's records whose key or value holds query_text, any case, newest first."""
         filters = {

@@ -145,3 +145,19 @@ def test_it_works_over_real_http_against_the_double_served_on_loopback(owner):  
             backend.close()
     assert backend.is_cloud is False
     assert {call.status for call in double.calls} <= {200, 201, 202}
+
+
+def test_a_rate_limit_is_retryable_and_carries_retry_after(owner, honcho_double):  # noqa: ANN001
+    honcho_double.retry_after = 7
+    backend = honcho_backend_for(owner, honcho_double)
+    honcho_double.faults.fail_next.append(Fault.RATE_LIMITED)
+    with pytest.raises(BackendError) as failure:
+        backend.get("alice", "editor")
+    assert (failure.value.retryable, failure.value.status, failure.value.retry_after) == (True, 429, 7.0)
+
+
+def test_all_records_holds_every_accounts_entries_for_a_reconciliation(owner, stranger, honcho_double):  # noqa: ANN001
+    honcho_backend_for(owner, honcho_double).put("alice", "editor", "vim")
+    honcho_backend_for(stranger, honcho_double).put("bob", "shell", "zsh")
+    found = store_on(honcho_double).all_records()
+    assert sorted((entry.record.owner_id, entry.record.key) for entry in found) == sorted([(owner.pk, "editor"), (stranger.pk, "shell")])
