@@ -62,7 +62,7 @@ def _operation_json(*, ok: bool, p50_ms: float | None, p95_ms: float | None, err
 
 
 def _result_json(*, name: str, available: bool, cloud: bool, score: int, grade: str, reason: str, ops: int, operations: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    medians = [operations[name]["p50_ms"] for name in OPERATIONS if name in operations]
+    medians = [operations[operation]["p50_ms"] for operation in OPERATIONS if operation in operations]
     return {
         "name": name,
         "ok": available,
