@@ -289,12 +289,6 @@ ROUTES: list[Route] = [
     ("GET", re.compile(rf"^{W}/sessions/{SEGMENT}/messages/{SEGMENT}$"), "message_get"),
 ]
 
-# Routes that change nothing: a dropped connection after them loses only the reply.
-READ_ONLY_ROUTES = {
-    "health", "queue_status", "workspace_search", "peer_list", "peer_card_get", "peer_search",
-    "peer_sessions", "session_list", "session_peers", "message_list", "message_get",
-}  # fmt: skip
-
 
 class HonchoState:
     """Every workspace, peer, session and message the double holds. Thread-safe."""
@@ -304,12 +298,6 @@ class HonchoState:
         self._lock = threading.RLock()
 
     # The public surface for tests ---------------------------------------------------------
-
-    def route_name(self, method: str, path: str) -> str | None:
-        for route_method, pattern, name in ROUTES:
-            if route_method == method and pattern.match(path):
-                return name
-        return None
 
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
         """Answer one request as Honcho would."""

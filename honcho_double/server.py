@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-from honcho_double.api import READ_ONLY_ROUTES, HonchoState, Reply
+from honcho_double.api import HonchoState, Reply
 from honcho_double.faults import Fault, FaultPlan
 
 IN_PROCESS_BASE_URL = "http://honcho.test"

@@ -108,3 +108,12 @@ def test_it_can_refuse_everything_until_reset(switch: str, status: int):
     assert (reply.status if reply else 0) == status
     double.faults.reset()
     assert double.answer("GET", "/health", {}, None, None)[0].status == 200
+
+
+def test_its_command_line_refuses_a_rate_outside_0_to_1(capsys):  # noqa: ANN001
+    from honcho_double.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--fail-rate", "1.5", "--port", "0"])
+    assert exit_info.value.code == 2
+    assert "--fail-rate must be between 0 and 1" in capsys.readouterr().err
