@@ -5,6 +5,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
+from memories.backends.base import PROBE_USERNAME
+
 
 class AccountExists(Exception):
     """An account with that name is there already."""
@@ -42,3 +44,25 @@ def token_revoke(*, account: AbstractBaseUser) -> bool:
     """Revoke the account's token; True when there was one."""
     deleted, _ = Token.objects.filter(user=account).delete()
     return bool(deleted)
+
+
+class ProbeAccountTaken(Exception):
+    """An account that people or agents use holds the name reserved for the evaluation's probe."""
+
+
+def probe_account() -> AbstractBaseUser:
+    """The reserved account the evaluation writes its probe data under, made on first use.
+
+    It cannot log in (inactive, no password, no token), so no one can read or add to its data.
+    Raises ProbeAccountTaken when an active account already holds the reserved name.
+    """
+    user_model = get_user_model()
+    with transaction.atomic():
+        account = user_model.objects.filter(username=PROBE_USERNAME).first()
+        if account is None:
+            account = user_model(username=PROBE_USERNAME, is_active=False)
+            account.set_unusable_password()
+            account.save()
+        elif account.is_active:
+            raise ProbeAccountTaken(f"the account {PROBE_USERNAME!r} is reserved for evaluation probes but is an active account")
+    return account

@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memories.backends.base import PROBE_USERNAME
 from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent
 from memories.validation import check_key, check_kind, check_meta, check_uid, check_value
 
@@ -203,3 +204,17 @@ def user_forget(*, owner: AbstractBaseUser, uid: str, actor: AbstractBaseUser | 
         )
         MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
         return len(entries)
+
+
+def probe_data_clear(*, owner: AbstractBaseUser) -> int:
+    """Remove every entry and every history row of the evaluation's reserved probe account.
+
+    Probe data is the evaluation's scaffolding, not anyone's memories, so it leaves no history
+    behind. Refuses (ValueError) any other account. Returns how many entries went.
+    """
+    if owner.get_username() != PROBE_USERNAME:
+        raise ValueError(f"only the probe account {PROBE_USERNAME!r} can be cleared")
+    with transaction.atomic():
+        deleted, _ = MemoryEntry.objects.filter(owner=owner).delete()
+        MemoryEvent.objects.filter(owner=owner).delete()
+    return deleted

@@ -179,6 +179,17 @@ MEMORYHUB_QUERY_LIMIT = envint("MEMORYHUB_QUERY_LIMIT", 10, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMORYHUB_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
 
 MEMORYHUB_BACKEND = os.environ.get("MEMORYHUB_BACKEND", "auto").strip().lower()
+if MEMORYHUB_BACKEND not in ("auto", "local", "honcho", "null"):
+    raise ImproperlyConfigured(f"MEMORYHUB_BACKEND must be one of auto, local, honcho, null; got {MEMORYHUB_BACKEND!r}")
+
+# Honcho (optional): the cloud when only HONCHO_API_KEY is set, a self-hosted server at HONCHO_URL.
+# Nothing talks to it unless one of the two is set.
+HONCHO_URL = os.environ.get("HONCHO_URL", "").strip().rstrip("/")
+if HONCHO_URL and not HONCHO_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"HONCHO_URL must start with http:// or https://; got {HONCHO_URL!r}")
+HONCHO_API_KEY = os.environ.get("HONCHO_API_KEY", "").strip()
+HONCHO_WORKSPACE_ID = os.environ.get("HONCHO_WORKSPACE_ID", "").strip() or "memoryhub"
+HONCHO_TIMEOUT = envfloat("HONCHO_TIMEOUT", 5.0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -213,4 +224,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # httpx (under the Honcho SDK) logs every request at INFO; only its problems are worth a line.
+    "loggers": {"httpx": {"level": "WARNING"}},
 }

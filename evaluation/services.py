@@ -1,0 +1,271 @@
+"""Running an evaluation: each backend's operations timed on probe data, graded, and stored.
+
+Probe data lives under the reserved uid (PROBE_UID) of the reserved, log-in-less probe account,
+so it never meets real entries; it is removed when each backend is done, and the probe account's
+local history with it. Honcho is called with max_retries=0 and HONCHO_TIMEOUT, so an unreachable
+or refusing Honcho is graded F in about one timeout, never retried into minutes.
+"""
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation.models import BackendResult, EvaluationRun
+from evaluation.scoring import OPERATIONS, BackendScore, OperationResult, recommendation, score_backend, score_unavailable
+from memories import accounts, services
+from memories.backends import BACKENDS, UnknownBackend, make_backend
+from memories.backends.base import PROBE_UID, BackendEntry, BackendError, MemoryBackend
+from memories.backends.honcho import HonchoConfig
+
+DEFAULT_OPS = 20
+MAX_OPS = 1000
+# Options each backend is made with for an evaluation: the caller does no retrying, so neither does the SDK.
+EVALUATION_OPTIONS: dict[str, dict[str, Any]] = {"honcho": {"max_retries": 0}}
+
+Progress = Callable[[str], None]
+
+
+class EvaluationError(Exception):
+    """The evaluation cannot run as asked: an unknown backend, a bad count, a misconfiguration."""
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    scores: list[BackendScore]
+    recommendation: str
+    ops: int
+    run: EvaluationRun | None
+
+    def as_json(self) -> dict[str, Any]:
+        """The agent-side module's shape (results, recommendation), each result with the new fields."""
+        return {
+            "results": [score_as_json(score, ops=self.ops) for score in self.scores],
+            "recommendation": self.recommendation,
+            "ops": self.ops,
+            "run": self.run.pk if self.run else None,
+        }
+
+
+def _operation_json(*, ok: bool, p50_ms: float | None, p95_ms: float | None, error: str) -> dict[str, Any]:
+    return {
+        "ok": ok,
+        "p50_ms": round(p50_ms, 3) if p50_ms is not None else None,
+        "p95_ms": round(p95_ms, 3) if p95_ms is not None else None,
+        "error": error,
+    }
+
+
+def _result_json(*, name: str, available: bool, cloud: bool, score: int, grade: str, reason: str, ops: int, operations: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    medians = [operations[operation]["p50_ms"] for operation in OPERATIONS if operation in operations]
+    return {
+        "name": name,
+        "ok": available,
+        "cloud": cloud,
+        "score": score,
+        "grade": grade,
+        "reason": reason,
+        "ops": ops,
+        "latency_ms": round(sum(medians) / len(medians), 3) if medians and None not in medians else None,
+        "operations": operations,
+    }
+
+
+def score_as_json(score: BackendScore, *, ops: int) -> dict[str, Any]:
+    operations = {
+        operation: _operation_json(ok=result.ok, p50_ms=result.p50_ms, p95_ms=result.p95_ms, error=result.error)
+        for operation, result in score.operations.items()
+    }
+    return _result_json(
+        name=score.name, available=score.available, cloud=score.cloud, score=score.score, grade=score.grade,
+        reason=score.reason, ops=ops, operations=operations,
+    )  # fmt: skip
+
+
+def stored_result_as_json(result: BackendResult, *, ops: int) -> dict[str, Any]:
+    """A stored result in the same shape as the command's --json."""
+    operations = {}
+    if result.available:
+        operations = {
+            operation: _operation_json(
+                ok=getattr(result, f"{operation}_ok"),
+                p50_ms=getattr(result, f"{operation}_p50_ms"),
+                p95_ms=getattr(result, f"{operation}_p95_ms"),
+                error=result.errors.get(operation, ""),
+            )
+            for operation in OPERATIONS
+        }
+    return _result_json(
+        name=result.name, available=result.available, cloud=result.cloud, score=result.score, grade=result.grade,
+        reason=result.reason, ops=ops, operations=operations,
+    )  # fmt: skip
+
+
+def default_backend_names() -> list[str]:
+    """null and local always; honcho too when HONCHO_URL or HONCHO_API_KEY is set."""
+    names = ["null", "local"]
+    if HonchoConfig.from_settings().configured:
+        names.append("honcho")
+    return names
+
+
+def _check_request(backend_names: list[str] | None, ops: int) -> list[str]:
+    if not 1 <= ops <= MAX_OPS:
+        raise EvaluationError(f"ops must be between 1 and {MAX_OPS}; got {ops}")
+    if not backend_names:
+        return default_backend_names()
+    names = list(dict.fromkeys(backend_names))
+    for name in names:
+        if name not in BACKENDS:
+            raise EvaluationError(str(UnknownBackend(name)))
+    if "honcho" in names and not HonchoConfig.from_settings().configured:
+        raise EvaluationError("Honcho is not configured: set HONCHO_URL (a self-hosted server) or HONCHO_API_KEY (the cloud)")
+    return names
+
+
+def _repeat(keys: list[str], call: Callable[[str], Any], check: Callable[[str, Any], bool], failure: str) -> OperationResult:
+    """Run call once per key, timing each; stop at the first BackendError (one slow failure is enough)."""
+    latencies: list[float] = []
+    all_ok = True
+    for key in keys:
+        started = time.perf_counter()
+        try:
+            answer = call(key)
+        except BackendError as error:
+            latencies.append((time.perf_counter() - started) * 1000)
+            return OperationResult(ok=False, latencies_ms=tuple(latencies), error=error.message)
+        latencies.append((time.perf_counter() - started) * 1000)
+        all_ok = all_ok and check(key, answer)
+    return OperationResult(ok=all_ok, latencies_ms=tuple(latencies), error="" if all_ok else failure)
+
+
+def _remove_probe_entries(backend: MemoryBackend, keys: list[str]) -> str:
+    """Delete the probe's entries (and leftovers of an earlier run); an error message, or ""."""
+    try:
+        leftovers = [entry.key for entry in backend.list(PROBE_UID)]
+        for key in dict.fromkeys(keys + leftovers):
+            backend.delete(PROBE_UID, key)
+    except BackendError as error:
+        return error.message
+    return ""
+
+
+def measure_backend(backend: MemoryBackend, *, ops: int) -> BackendScore:
+    """Time ops puts, gets and finds on probe data, check what comes back, remove it, and grade."""
+    availability = backend.available()
+    if not availability.ok:
+        return score_unavailable(name=backend.name, cloud=backend.is_cloud, reason=availability.reason)
+    run_mark = secrets.token_hex(4)
+    values = {f"probe-{index:04d}": f"probe value {index:04d} {run_mark}" for index in range(ops)}
+    keys = list(values)
+
+    def found_its_key(key: str, entries: list[BackendEntry]) -> bool:
+        return key in [entry.key for entry in entries]
+
+    try:
+        operations = {
+            "put": _repeat(keys, lambda key: backend.put(PROBE_UID, key, values[key]), lambda key, entry: True, ""),
+            "get": _repeat(
+                keys,
+                lambda key: backend.get(PROBE_UID, key),
+                lambda key, entry: entry is not None and entry.value == values[key],
+                "get did not return what put stored",
+            ),
+            "find": _repeat(
+                keys,
+                lambda key: backend.find(PROBE_UID, values[key].removeprefix("probe ")),
+                found_its_key,
+                "find did not return the entry holding the text",
+            ),
+        }
+    finally:
+        cleanup_error = _remove_probe_entries(backend, keys)
+    reason = availability.reason
+    if cleanup_error:
+        reason += f"; probe data may remain: {cleanup_error}"
+    return score_backend(name=backend.name, cloud=backend.is_cloud, reason=reason, operations=operations)
+
+
+def _stored_result(run: EvaluationRun, position: int, score: BackendScore) -> BackendResult:
+    fields: dict[str, Any] = {}
+    for operation, result in score.operations.items():
+        fields[f"{operation}_ok"] = result.ok
+        fields[f"{operation}_p50_ms"] = result.p50_ms
+        fields[f"{operation}_p95_ms"] = result.p95_ms
+    return BackendResult(
+        run=run,
+        position=position,
+        name=score.name,
+        available=score.available,
+        cloud=score.cloud,
+        reason=score.reason,
+        errors={operation: result.error for operation, result in score.operations.items() if result.error},
+        score=score.score,
+        grade=score.grade,
+        **fields,
+    )
+
+
+def evaluation_run(
+    *,
+    backend_names: list[str] | None = None,
+    ops: int = DEFAULT_OPS,
+    save: bool = True,
+    requested_by: AbstractBaseUser | None = None,
+    progress: Progress | None = None,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+) -> EvaluationReport:
+    """Grade each named backend (default_backend_names() when none), store the run unless save is
+    False, and return the grades and the recommendation.
+
+    progress receives a line as each backend starts and ends. backend_options adds constructor
+    options per backend name (tests give Honcho the double's http_client). Raises EvaluationError
+    before anything runs when the request or the configuration is wrong.
+    """
+    names = _check_request(backend_names, ops)
+    try:
+        probe = accounts.probe_account()
+    except accounts.ProbeAccountTaken as error:
+        raise EvaluationError(str(error)) from None
+    report_progress = progress or (lambda line: None)
+    started = timezone.now()
+    scores = []
+    try:
+        for name in names:
+            report_progress(f"evaluating {name}: {ops} puts, gets and finds ...")
+            began = time.perf_counter()
+            options = {**EVALUATION_OPTIONS.get(name, {}), **(backend_options or {}).get(name, {})}
+            backend = make_backend(name, owner=probe, **options)
+            try:
+                score = measure_backend(backend, ops=ops)
+            finally:
+                backend.close()
+            scores.append(score)
+            report_progress(f"evaluated {name}: {score.grade}, {score.score} points, in {time.perf_counter() - began:.1f} s")
+    finally:
+        services.probe_data_clear(owner=probe)
+    recommended = recommendation(scores)
+    run = None
+    if save:
+        with transaction.atomic():
+            run = EvaluationRun.objects.create(
+                started=started, finished=timezone.now(), ops=ops, recommendation=recommended, requested_by=requested_by
+            )
+            BackendResult.objects.bulk_create(_stored_result(run, position, score) for position, score in enumerate(scores))
+    return EvaluationReport(scores=scores, recommendation=recommended, ops=ops, run=run)
+
+
+def tool_evaluate(account: AbstractBaseUser) -> dict[str, Any]:
+    """The tool's evaluate action: a stored run with the default backends, replied as the agent-side
+    module does ({"results", "recommendation"}), each result carrying the new fields too."""
+    try:
+        report = evaluation_run(requested_by=account)
+    except EvaluationError as error:
+        return {"results": [], "recommendation": "None", "error": str(error)}
+    document = report.as_json()
+    return {"results": document["results"], "recommendation": document["recommendation"]}

@@ -1,0 +1,61 @@
+"""GET and POST /api/v1/evaluations/, the tool's evaluate action, and the read-only admin."""
+
+from django.test import Client
+
+from evaluation.models import EvaluationRun
+from evaluation.services import evaluation_run
+
+
+def test_runs_are_listed_newest_first_and_paginated(owner_api, owner):  # noqa: ANN001
+    older = evaluation_run(backend_names=["null"], ops=1).run
+    newer = evaluation_run(backend_names=["local"], ops=1, requested_by=owner).run
+    page = owner_api.get("/api/v1/evaluations/?page_size=1").json()
+    assert page["count"] == 2 and page["next"]
+    (first,) = page["results"]
+    assert (first["id"], first["requested_by"], first["results"][0]["name"]) == (newer.pk, "owner", "local")
+    assert first["results"][0]["operations"]["get"]["ok"] is True
+    assert owner_api.get(page["next"]).json()["results"][0]["id"] == older.pk
+
+
+def test_staff_can_run_an_evaluation_and_it_is_stored(staff_api):  # noqa: ANN001
+    response = staff_api.post("/api/v1/evaluations/", {"backends": ["local"], "ops": 2}, format="json")
+    assert response.status_code == 201
+    body = response.json()
+    assert (body["ops"], body["requested_by"], body["recommendation"]) == (2, "staffer", "Best: local (100pts, A)")
+    assert EvaluationRun.objects.get().pk == body["id"]
+
+
+def test_only_staff_may_run_one(owner_api, anonymous_api):  # noqa: ANN001
+    assert owner_api.post("/api/v1/evaluations/", {}, format="json").status_code == 403
+    assert anonymous_api.get("/api/v1/evaluations/").status_code == 401
+    assert not EvaluationRun.objects.exists()
+
+
+def test_a_bad_request_names_the_field(staff_api):  # noqa: ANN001
+    unknown = staff_api.post("/api/v1/evaluations/", {"backends": ["redis"]}, format="json")
+    too_many = staff_api.post("/api/v1/evaluations/", {"ops": 5000}, format="json")
+    unconfigured = staff_api.post("/api/v1/evaluations/", {"backends": ["honcho"]}, format="json")
+    assert (unknown.status_code, too_many.status_code, unconfigured.status_code) == (400, 400, 400)
+    assert "backends" in unknown.json() and "ops" in too_many.json()
+    assert "Honcho is not configured" in unconfigured.json()["backends"][0]
+    assert not EvaluationRun.objects.exists()
+
+
+def test_the_tools_evaluate_action_replies_as_the_reference_does(owner_api, owner):  # noqa: ANN001
+    reply = owner_api.post("/api/v1/tool", {"action": "evaluate"}, format="json").json()
+    assert reply["ok"] is True
+    assert reply["recommendation"] == "Best: local (100pts, A)"
+    assert [(result["name"], result["ok"], result["grade"]) for result in reply["results"]] == [("null", True, "B"), ("local", True, "A")]
+    assert EvaluationRun.objects.get().requested_by == owner
+
+
+def test_the_admin_shows_runs_but_cannot_change_them(staff):  # noqa: ANN001
+    run = evaluation_run(backend_names=["local"], ops=1).run
+    browser = Client()
+    browser.force_login(staff)
+    assert browser.get("/admin/evaluation/evaluationrun/").status_code == 200
+    detail = browser.get(f"/admin/evaluation/evaluationrun/{run.pk}/change/")
+    assert detail.status_code == 200 and b"local" in detail.content
+    assert browser.get("/admin/evaluation/evaluationrun/add/").status_code == 403
+    assert browser.post(f"/admin/evaluation/evaluationrun/{run.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert EvaluationRun.objects.filter(pk=run.pk).exists()
