@@ -70,9 +70,9 @@ class HonchoConfig:
 
     @property
     def is_cloud(self) -> bool:
-        """True unless Honcho runs on this machine (a self-hosted server on loopback)."""
-        host = httpx.URL(self.base_url).host
-        return host not in ("127.0.0.1", "localhost", "::1")
+        """Always True: entries sent to Honcho leave the hub's own database for a service it does not
+        control, wherever that service runs, so Honcho scores privacy as a cloud."""
+        return True
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from evaluation.models import BackendResult, EvaluationRun
+from evaluation.scoring import grade_for, latency_points
 from honcho_double import HonchoDouble
 from tests.evaluation.conftest import closed_port_url
 
@@ -73,9 +74,12 @@ def test_a_bad_request_or_configuration_exits_non_zero_with_a_clear_message(db, 
 def test_honcho_pointed_at_the_double_is_graded_through_real_sdk_round_trips(db, served_double: HonchoDouble):  # noqa: ANN001
     out, _ = evaluate("--json", "--ops", "2", "--backend", "local", "--backend", "honcho")
     honcho = json.loads(out)["results"][1]
-    assert (honcho["name"], honcho["ok"], honcho["cloud"]) == ("honcho", True, False)
+    assert (honcho["name"], honcho["ok"], honcho["cloud"]) == ("honcho", True, True)
     assert all(operation["ok"] for operation in honcho["operations"].values())
-    assert honcho["grade"] == "A"
+    # every operation worked, and a cloud earns 5 for privacy: the rest is the latency tier of its medians
+    assert honcho["score"] == 20 + 15 + 15 + 10 + latency_points(honcho["latency_ms"]) + 5
+    assert honcho["grade"] == grade_for(honcho["score"])
+    assert "WARNING: cloud" not in json.loads(out)["recommendation"], "local scores higher and is recommended"
     assert served_double.calls_to("POST", "/messages") and served_double.calls_to("DELETE", "")
     assert served_double.sessions("memoryhub") == []  # the probe's sessions are gone
 
@@ -85,7 +89,7 @@ def test_honcho_refusing_the_key_is_graded_f_with_the_reason_after_one_call(db, 
     with double.running() as base_url:
         settings.HONCHO_URL, settings.HONCHO_API_KEY = base_url, "a-wrong-key"
         out, _ = evaluate("--backend", "honcho")
-    assert rows(out)["honcho"][1:] == ["no", "-", "-", "-", "-", "-", "-", "local", "0", "F"]
+    assert rows(out)["honcho"][1:] == ["no", "-", "-", "-", "-", "-", "-", "cloud", "0", "F"]
     assert "refused the API key (401)" in out
     assert "Traceback" not in out
     assert len(double.calls) == 1

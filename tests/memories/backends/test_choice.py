@@ -60,7 +60,7 @@ def test_auto_with_honcho_unreachable_falls_back_to_local_with_the_reason(owner_
 def test_honcho_chosen_by_name_with_a_wrong_key_is_unavailable_with_the_reason(owner_api, settings, served_double):  # noqa: ANN001
     settings.MEMORYHUB_BACKEND, settings.HONCHO_API_KEY, settings.HONCHO_URL = "honcho", "wrong", served_double
     reply = owner_api.post("/api/v1/tool", {"action": "info"}, format="json").json()
-    assert reply == {"ok": True, "backend": "honcho", "cloud": False, "available": False}
+    assert reply == {"ok": True, "backend": "honcho", "cloud": True, "available": False}
     assert "401" in hub_status().reason
 
 

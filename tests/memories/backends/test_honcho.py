@@ -143,7 +143,7 @@ def test_it_works_over_real_http_against_the_double_served_on_loopback(owner):  
             assert backend.delete("alice", "editor") is True
         finally:
             backend.close()
-    assert backend.is_cloud is False
+    assert backend.is_cloud is True
     assert {call.status for call in double.calls} <= {200, 201, 202}
 
 
