@@ -7,4 +7,5 @@ urlpatterns = [
     path("api/v1/", include(("memories.api.urls", "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("memories.urls")),
 ]
