@@ -39,7 +39,7 @@ def _fits_the_width(page: Page) -> bool:
 
 @pytest.mark.parametrize("screen", ["desktop", "phone"])
 def test_the_main_pages_fit_the_screen_and_are_photographed(
-    browser: Browser, live_server, owner, sample_memories, screen: str, tmp_path: Path  # noqa: ANN001
+    browser: Browser, live_server, owner, stranger, sample_memories, screen: str, tmp_path: Path  # noqa: ANN001
 ) -> None:
     folder = Path(os.environ.get("MEMORYHUB_SCREENSHOTS_DIR") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
@@ -62,8 +62,14 @@ def test_the_main_pages_fit_the_screen_and_are_photographed(
         expect(page.locator("#id_key_error")).to_be_visible()
         assert _fits_the_width(page), "the form is wider than the screen"
         page.screenshot(path=folder / f"form-error-{screen}.png", full_page=True)
+
+        page.context.clear_cookies()
+        log_in(page, stranger, "stranger-password-1")
+        expect(page.get_by_text("No memories yet.")).to_be_visible()
+        assert _fits_the_width(page), "the empty overview is wider than the screen"
+        page.screenshot(path=folder / f"overview-empty-{screen}.png", full_page=True)
     finally:
         page.context.close()
     pictures = sorted(picture.name for picture in folder.glob(f"*-{screen}.png"))
-    assert len(pictures) == len(PAGES) + 2
+    assert len(pictures) == len(PAGES) + 3
     assert all((folder / picture).stat().st_size > 5_000 for picture in pictures)

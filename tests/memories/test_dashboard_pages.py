@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.template import engines
 from django.test import Client
 from django.utils import timezone
 
@@ -184,3 +185,27 @@ def test_staff_looking_at_another_account_costs_one_query_more(staff_client, ali
     # session, account, the named account, the entry, its history
     with django_assert_num_queries(5):
         assert staff_client.get("/memory/?uid=alice&key=language&account=owner").status_code == 200
+
+
+def test_the_stylesheet_is_served_by_the_app_with_debug_off(db, settings):  # noqa: ANN001
+    assert settings.DEBUG is False
+    response = Client().get("/static/memories/hub.css")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/css")
+
+
+def test_pages_load_nothing_from_another_host(owner_client, alice_memories):  # noqa: ANN001
+    for path in ["/", "/users/", "/user/?uid=alice", "/memory/?uid=alice&key=language", "/memory/new/", "/token/"]:
+        page = owner_client.get(path).content.decode()
+        assert 'src="http' not in page and 'href="http' not in page and "<script" not in page
+
+
+def grade_panel(request, owner):  # noqa: ANN001, ANN201
+    """An overview panel as another app (evaluation) would register one."""
+    return {"template": engines["django"].from_string("<p>Latest grade {{ panel.grade }} for {{ user }}</p>"), "grade": "A"}
+
+
+def test_other_apps_add_panels_to_the_overview_through_a_setting(owner_client, settings):  # noqa: ANN001
+    assert "Latest grade" not in owner_client.get("/").content.decode()
+    settings.MEMORYHUB_OVERVIEW_PANELS = ["tests.memories.test_dashboard_pages.grade_panel"]
+    assert "<p>Latest grade A for owner</p>" in owner_client.get("/").content.decode()
