@@ -49,6 +49,8 @@ class EntryChangeForm(forms.Form):
         help_text="The memory itself, as text.",
     )
     kind = forms.CharField(
+        required=False,  # an empty kind gets check_kind's message, which names the limit
+        widget=forms.TextInput(attrs={"required": True}),
         initial=DEFAULT_KIND,
         help_text="preference, fact, pattern ... letters, digits, '_', '-', '.' and ':'.",
     )
@@ -62,7 +64,9 @@ class EntryChangeForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     def clean_value(self) -> str:
-        return _checked(check_value, self.cleaned_data["value"])
+        # Browsers send a textarea's line breaks as CRLF; store them as the API's clients do, as LF,
+        # so saving an untouched multi-line value changes nothing.
+        return _checked(check_value, self.cleaned_data["value"].replace("\r\n", "\n"))
 
     def clean_kind(self) -> str:
         return _checked(check_kind, self.cleaned_data["kind"])
@@ -76,8 +80,18 @@ class EntryCreateForm(EntryChangeForm):
 
     field_order = ["uid", "key", "value", "kind", "meta"]
 
-    uid = forms.CharField(label="User (uid)", help_text="Who the memory is about, e.g. alice or discord:1234.")
-    key = forms.CharField(help_text="A short name for the memory, e.g. language.")
+    # Empty uid and key get the checks' messages (which name the limits), not Django's "required".
+    uid = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"required": True}),
+        label="User (uid)",
+        help_text="Who the memory is about, e.g. alice or discord:1234.",
+    )
+    key = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"required": True}),
+        help_text="A short name for the memory, e.g. language.",
+    )
     version = None  # a new entry has no version to guard
 
     def clean_uid(self) -> str:

@@ -96,9 +96,8 @@ def page_url(view_name: str, scope: Scope | None = None, **params: str) -> str:
 
 def _first_memory_curl(request: HttpRequest, uid: str = EXAMPLE_UID) -> str:
     """The curl line that stores a first memory, for the empty states."""
-    url = request.build_absolute_uri(
-        reverse("api:memory-detail", kwargs={"uid": quote(uid, safe=""), "key": EXAMPLE_KEY})
-    )
+    # Built by hand: reverse() cannot take a uid holding '/', and would quote an already quoted one again.
+    url = request.build_absolute_uri(f"{reverse('api:user-list')}/{quote(uid, safe='')}/memories/{EXAMPLE_KEY}")
     return (
         f"curl -X PUT {url} -H \"Authorization: Token $MEMORYHUB_TOKEN\" "
         f"-H 'Content-Type: application/json' -d '{{\"value\": \"{EXAMPLE_VALUE}\"}}'"
@@ -242,6 +241,8 @@ def entry_create(request: HttpRequest) -> HttpResponse:
         form = EntryCreateForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
+            # The create form never overwrites: an existing key is edited on its own page, where the
+            # version check guards it. (A put racing in between this read and ours is applied as an update.)
             if selectors.entry_get(owner=scope.owner, uid=data["uid"], key=data["key"]) is not None:
                 form.add_error("key", "this user has a memory with this key already; open it to edit it.")
             else:

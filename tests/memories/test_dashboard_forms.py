@@ -158,3 +158,22 @@ def test_the_edit_form_renders_in_three_queries(owner_client, language, django_a
     # session, account, the entry
     with django_assert_num_queries(3):
         assert owner_client.get("/memory/edit/?uid=alice&key=language").status_code == 200
+
+
+def test_an_empty_form_names_each_missing_field_and_its_limit(owner_client):  # noqa: ANN001
+    page = owner_client.post("/memory/new/", {"uid": "", "key": "", "value": "", "kind": "", "meta": ""}).content.decode()
+    assert '<p class="error" id="id_uid_error">must not be empty (1 to 255 characters).</p>' in page
+    assert '<p class="error" id="id_key_error">must not be empty (1 to 255 characters).</p>' in page
+    assert '<p class="error" id="id_kind_error">must be 1 to 32 characters; got 0.</p>' in page
+    assert not MemoryEntry.objects.exists()
+
+
+def test_saving_an_untouched_multi_line_value_changes_nothing(owner_client, owner):  # noqa: ANN001
+    services.entry_put(owner=owner, uid="alice", key="notes", value="first line\nsecond line")
+    response = owner_client.post(
+        "/memory/edit/?uid=alice&key=notes",
+        {"value": "first line\r\nsecond line", "kind": "preference", "meta": "{}", "version": "1"},
+        follow=True,
+    )
+    assert "Nothing changed." in response.content.decode()
+    assert selectors.entry_get(owner=owner, uid="alice", key="notes").version == 1

@@ -209,3 +209,9 @@ def test_other_apps_add_panels_to_the_overview_through_a_setting(owner_client, s
     assert "Latest grade" not in owner_client.get("/").content.decode()
     settings.MEMORYHUB_OVERVIEW_PANELS = ["tests.memories.test_dashboard_pages.grade_panel"]
     assert "<p>Latest grade A for owner</p>" in owner_client.get("/").content.decode()
+
+
+def test_an_empty_users_page_shows_a_curl_line_for_that_uid(owner_client):  # noqa: ANN001
+    page = owner_client.get("/user/", {"uid": "team/a b"}).content.decode()
+    assert "No memories about this user." in page
+    assert "curl -X PUT http://testserver/api/v1/users/team%2Fa%20b/memories/language" in page
