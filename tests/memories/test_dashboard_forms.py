@@ -177,3 +177,15 @@ def test_saving_an_untouched_multi_line_value_changes_nothing(owner_client, owne
     )
     assert "Nothing changed." in response.content.decode()
     assert selectors.entry_get(owner=owner, uid="alice", key="notes").version == 1
+
+
+def test_the_confirmation_and_create_pages_render_in_few_queries(owner_client, language, django_assert_num_queries):  # noqa: ANN001
+    # session, account
+    with django_assert_num_queries(2):
+        assert owner_client.get("/memory/new/?uid=alice").status_code == 200
+    # session, account, the entry
+    with django_assert_num_queries(3):
+        assert owner_client.get("/memory/delete/?uid=alice&key=language").status_code == 200
+    # session, account, the count of the user's entries
+    with django_assert_num_queries(3):
+        assert owner_client.get("/user/forget/?uid=alice").status_code == 200

@@ -215,3 +215,9 @@ def test_an_empty_users_page_shows_a_curl_line_for_that_uid(owner_client):  # no
     page = owner_client.get("/user/", {"uid": "team/a b"}).content.decode()
     assert "No memories about this user." in page
     assert "curl -X PUT http://testserver/api/v1/users/team%2Fa%20b/memories/language" in page
+
+
+def test_the_all_accounts_users_page_renders_in_four_queries(staff_client, alice_memories, django_assert_num_queries):  # noqa: ANN001
+    # session, account, count of (account, uid) rows, the page of rows with each account's name
+    with django_assert_num_queries(4):
+        assert ">alice</a>" in staff_client.get("/users/?all=1").content.decode()
