@@ -7,7 +7,7 @@ PORT   ?= 8000
 # The secret key: the environment's if set, else one kept in data/secret_key (made on first run).
 WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 
-.PHONY: run test install install-dev migrate clean
+.PHONY: run test install install-dev migrate clean screenshots
 
 $(VENV)/.installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,8 +33,19 @@ run: migrate
 	@$(WITH_KEY) $(PY) manage.py first_run
 	@$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
-test: $(VENV)/.installed-dev
+# The dashboard's browser tests drive Debian's Chromium (never a browser that Playwright downloads).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+test: $(VENV)/.installed-dev $(CHROMIUM)
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
+
+# Photograph the dashboard's main pages (desktop and phone width) into docs/screenshots/.
+screenshots: $(VENV)/.installed-dev $(CHROMIUM)
+	MEMORYHUB_SCREENSHOTS_DIR=docs/screenshots SECRET_KEY=test-only-not-secret \
+		$(VENV)/bin/pytest tests/browser/test_screenshots.py
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache

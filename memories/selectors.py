@@ -1,8 +1,11 @@
 """Reads of entries and their history, each scoped to the account that asks.
 
 Every function takes the owner and returns only that account's rows: there is no read here that
-could show one account another's memories.
+could show one account another's memories, except the all_accounts_* functions at the end, which
+take no owner, say so in their name, and serve staff only.
 """
+
+from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, QuerySet
@@ -64,3 +67,48 @@ def owner_counts(*, owner: AbstractBaseUser) -> dict[str, int]:
     """How many entries and distinct uids the account holds."""
     totals = MemoryEntry.objects.filter(owner=owner).aggregate(entries=Count("id"), users=Count("uid", distinct=True))
     return {"entries": totals["entries"], "users": totals["users"]}
+
+
+def kind_counts(*, owner: AbstractBaseUser, uid: str | None = None) -> list[dict]:
+    """The kinds the account uses (of one uid when given), each with its number of entries, most used first.
+
+    Rows are dicts: {"kind", "entries"}.
+    """
+    entries = MemoryEntry.objects.filter(owner=owner)
+    if uid is not None:
+        entries = entries.filter(uid=uid)
+    return list(entries.values("kind").annotate(entries=Count("id")).order_by("-entries", "kind"))
+
+
+def change_count(*, owner: AbstractBaseUser, since: datetime) -> int:
+    """How many changes (creations, updates, deletions) the account's entries had since that moment."""
+    return MemoryEvent.objects.filter(owner=owner, at__gte=since).count()
+
+
+# Staff only: the dashboard's "all accounts" switch. Callers check is_staff before calling these.
+
+
+def all_accounts_counts(*, since: datetime) -> dict:
+    """Every account's entries, users (distinct account and uid pairs), kinds and changes since that moment."""
+    totals = MemoryEntry.objects.aggregate(entries=Count("id"))
+    return {
+        "entries": totals["entries"],
+        "users": MemoryEntry.objects.values("owner_id", "uid").distinct().count(),
+        "kinds": list(MemoryEntry.objects.values("kind").annotate(entries=Count("id")).order_by("-entries", "kind")),
+        "changes": MemoryEvent.objects.filter(at__gte=since).count(),
+    }
+
+
+def all_accounts_user_list(*, search: str | None = None) -> QuerySet:
+    """Every account's uids with counts and last update, most recent first.
+
+    Rows are dicts: {"owner__username", "uid", "entries", "last_updated"}.
+    """
+    entries = MemoryEntry.objects.all()
+    if search:
+        entries = entries.filter(uid__icontains=search)
+    return (
+        entries.values("owner__username", "uid")
+        .annotate(entries=Count("id"), last_updated=Max("updated"))
+        .order_by("-last_updated", "owner__username", "uid")
+    )

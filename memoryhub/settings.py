@@ -167,7 +167,9 @@ STORAGES = {
 # Serve straight from the apps' static folders when collectstatic has not run (tests, first start).
 WHITENOISE_USE_FINDERS = True
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "dashboard:login"
 
 # Limits: every one can be set from the environment, and a 400 names the one that was hit.
 MEMORYHUB_MAX_VALUE_BYTES = envint("MEMORYHUB_MAX_VALUE_BYTES", 64 * 1024, minimum=1)

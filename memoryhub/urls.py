@@ -8,4 +8,5 @@ urlpatterns = [
     path("api/v1/", include(("evaluation.urls", "evaluation"), namespace="evaluation")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("memories.urls")),
 ]

@@ -6,6 +6,7 @@ anonymous: no credentials at all. Each API client is authenticated with the acco
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -59,3 +60,25 @@ def staff_api(staff: User) -> APIClient:
 @pytest.fixture
 def anonymous_api(db) -> APIClient:  # noqa: ANN001
     return APIClient()
+
+
+@pytest.fixture
+def owner_client(owner: User) -> Client:
+    """A browser session logged in to the dashboard as owner."""
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def stranger_client(stranger: User) -> Client:
+    client = Client()
+    client.force_login(stranger)
+    return client
+
+
+@pytest.fixture
+def staff_client(staff: User) -> Client:
+    client = Client()
+    client.force_login(staff)
+    return client

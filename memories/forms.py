@@ -1,0 +1,102 @@
+"""The dashboard's forms: they parse what a person typed and check it with memories.validation.
+
+The checks are the ones every other way in uses, so a field's error names the same limit the API
+would. Forms never write: views pass the cleaned data to memories.services.
+"""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+
+from memories.models import DEFAULT_KIND
+from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+
+
+def _checked(check: Callable[[Any], Any], value: Any) -> Any:
+    try:
+        return check(value)
+    except InvalidField as error:
+        raise forms.ValidationError(error.message, code="invalid") from None
+
+
+def parse_meta(text: str) -> dict:
+    """The meta field's text as a JSON object; an empty box means {}."""
+    if not text.strip():
+        return {}
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise forms.ValidationError(
+            f"must be valid JSON (line {error.lineno}, column {error.colno}: {error.msg}).", code="invalid"
+        ) from None
+    return _checked(check_meta, meta)
+
+
+def format_meta(meta: dict) -> str:
+    """meta as the pretty JSON the form and the entry page show."""
+    return json.dumps(meta, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+class EntryChangeForm(forms.Form):
+    """Change an entry's value, kind and meta; version guards against overwriting someone else's change."""
+
+    value = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="The memory itself, as text.",
+    )
+    kind = forms.CharField(
+        required=False,  # an empty kind gets check_kind's message, which names the limit
+        widget=forms.TextInput(attrs={"required": True}),
+        initial=DEFAULT_KIND,
+        help_text="preference, fact, pattern ... letters, digits, '_', '-', '.' and ':'.",
+    )
+    meta = forms.CharField(
+        required=False,
+        strip=False,
+        initial="{}",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text="A JSON object; leave {} when there is nothing to add.",
+    )
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+
+    def clean_value(self) -> str:
+        # Browsers send a textarea's line breaks as CRLF; store them as the API's clients do, as LF,
+        # so saving an untouched multi-line value changes nothing.
+        return _checked(check_value, self.cleaned_data["value"].replace("\r\n", "\n"))
+
+    def clean_kind(self) -> str:
+        return _checked(check_kind, self.cleaned_data["kind"])
+
+    def clean_meta(self) -> dict:
+        return parse_meta(self.cleaned_data["meta"])
+
+
+class EntryCreateForm(EntryChangeForm):
+    """Store a new memory about a user."""
+
+    field_order = ["uid", "key", "value", "kind", "meta"]
+
+    # Empty uid and key get the checks' messages (which name the limits), not Django's "required".
+    uid = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"required": True}),
+        label="User (uid)",
+        help_text="Who the memory is about, e.g. alice or discord:1234.",
+    )
+    key = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"required": True}),
+        help_text="A short name for the memory, e.g. language.",
+    )
+    version = None  # a new entry has no version to guard
+
+    def clean_uid(self) -> str:
+        return _checked(check_uid, self.cleaned_data["uid"])
+
+    def clean_key(self) -> str:
+        return _checked(check_key, self.cleaned_data["key"])
+

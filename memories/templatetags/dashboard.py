@@ -1,0 +1,24 @@
+"""Template helpers for the dashboard's links, whose uid and key travel as query parameters."""
+
+from django import template
+
+from memories.views import page_url
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def dashboard_url(context: template.Context, view_name: str, **params: str) -> str:
+    """{% dashboard_url "dashboard:entry" uid=entry.uid key=entry.key %}: keeps ?account= for staff."""
+    return page_url(view_name, context.get("scope"), **params)
+
+
+@register.simple_tag(takes_context=True)
+def with_query(context: template.Context, **changes: str) -> str:
+    """The current page's query string with some parameters changed (sorting, paging); None or "" drops one."""
+    query = context["request"].GET.copy()
+    for name, value in changes.items():
+        query.pop(name, None)
+        if value not in (None, ""):
+            query[name] = str(value)
+    return f"?{query.urlencode()}" if query else "?"

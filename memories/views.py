@@ -1,0 +1,362 @@
+"""The dashboard: server-rendered pages to inspect, search, edit and forget an account's memories.
+
+Views are thin: they parse the request, call a selector (reads) or a service (writes), and render.
+Every page shows the logged-in account's memories. Staff may look further: the overview and users
+pages take ?all=1 (every account at once), and the other pages take ?account=NAME (that account's
+memories; changes are recorded with the staff member as the actor). For anyone else both are
+ignored, so an account never sees another's memories.
+
+uid and key travel as query parameters (?uid=alice&key=language), not path segments, so that a
+uid or key holding '/' or '?' has a page like any other.
+"""
+
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import quote, urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.paginator import Page, Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.module_loading import import_string
+from django.views.decorators.http import require_http_methods
+from rest_framework.authtoken.models import Token
+
+from memories import accounts, selectors, services
+from memories.backends import hub_status
+from memories.forms import EntryChangeForm, EntryCreateForm, format_meta
+from memories.models import MemoryEvent
+from memories.validation import InvalidField
+
+# The sort orders a user's memories table offers; each ends on a unique column so pages are stable.
+ENTRY_SORTS = {
+    "-updated": ("-updated", "-id"),
+    "updated": ("updated", "id"),
+    "key": ("key",),
+    "-key": ("-key",),
+    "kind": ("kind", "key"),
+    "-kind": ("-kind", "key"),
+}
+DEFAULT_ENTRY_SORT = "-updated"
+# The entry page shows this many of the newest changes; the API pages through all of them.
+HISTORY_LIMIT = 50
+# Changes counted on the overview.
+RECENT_CHANGES_WINDOW = timedelta(hours=24)
+# The example the empty states show: an agent's first memory.
+EXAMPLE_UID, EXAMPLE_KEY, EXAMPLE_VALUE = "alice", "language", "prefers Python"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose memories a page shows."""
+
+    owner: AbstractBaseUser
+    # The ?account= value to carry on every link: empty when the page shows the logged-in account.
+    account_param: str
+
+
+def _scope(request: HttpRequest) -> Scope:
+    name = request.GET.get("account", "")
+    if not request.user.is_staff or not name or name == request.user.get_username():
+        return Scope(owner=request.user, account_param="")
+    account = get_user_model().objects.filter(username=name).first()
+    if account is None:
+        raise Http404("No account has that name.")
+    return Scope(owner=account, account_param=account.get_username())
+
+
+def _all_accounts(request: HttpRequest) -> bool:
+    return request.user.is_staff and request.GET.get("all") == "1"
+
+
+def _required(request: HttpRequest, name: str) -> str:
+    value = request.GET.get(name, "")
+    if not value:
+        raise Http404(f"The page needs ?{name}=.")
+    return value
+
+
+def _page(rows, request: HttpRequest) -> Page:  # noqa: ANN001 (a QuerySet of models or of dicts)
+    return Paginator(rows, settings.MEMORYHUB_PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+def page_url(view_name: str, scope: Scope | None = None, **params: str) -> str:
+    """A dashboard page's URL with its query parameters (and ?account= when staff look at another account)."""
+    if scope is not None and scope.account_param:
+        params["account"] = scope.account_param
+    query = urlencode({name: value for name, value in params.items() if value not in (None, "")})
+    return reverse(view_name) + (f"?{query}" if query else "")
+
+
+def _first_memory_curl(request: HttpRequest, uid: str = EXAMPLE_UID) -> str:
+    """The curl line that stores a first memory, for the empty states."""
+    # Built by hand: reverse() cannot take a uid holding '/', and would quote an already quoted one again.
+    url = request.build_absolute_uri(f"{reverse('api:user-list')}/{quote(uid, safe='')}/memories/{EXAMPLE_KEY}")
+    return (
+        f"curl -X PUT {url} -H \"Authorization: Token $MEMORYHUB_TOKEN\" "
+        f"-H 'Content-Type: application/json' -d '{{\"value\": \"{EXAMPLE_VALUE}\"}}'"
+    )
+
+
+def _overview_panels(request: HttpRequest, scope: Scope) -> list[dict]:
+    """Extra overview panels from other apps (the latest evaluation's grade, sync status ...).
+
+    settings.MEMORYHUB_OVERVIEW_PANELS lists dotted paths of callables taking (request, owner) and
+    returning None (nothing to show) or a dict with a "template" to include and its context. This
+    keeps memories from importing the apps that build on it.
+    """
+    panels = []
+    for path in getattr(settings, "MEMORYHUB_OVERVIEW_PANELS", []):
+        panel = import_string(path)(request, scope.owner)
+        if panel is not None:
+            panels.append(panel)
+    return panels
+
+
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    since = timezone.now() - RECENT_CHANGES_WINDOW
+    all_accounts = _all_accounts(request)
+    scope = _scope(request)
+    if all_accounts:
+        counts = selectors.all_accounts_counts(since=since)
+    else:
+        counts = {
+            **selectors.owner_counts(owner=scope.owner),
+            "kinds": selectors.kind_counts(owner=scope.owner),
+            "changes": selectors.change_count(owner=scope.owner, since=since),
+        }
+    context = {
+        "scope": scope,
+        "all_accounts": all_accounts,
+        "counts": counts,
+        "status": hub_status(),
+        "panels": _overview_panels(request, scope),
+        "first_memory_curl": _first_memory_curl(request),
+    }
+    return render(request, "memories/overview.html", context)
+
+
+@login_required
+def user_list(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("search", "").strip()
+    all_accounts = _all_accounts(request)
+    scope = _scope(request)
+    if all_accounts:
+        rows = selectors.all_accounts_user_list(search=search or None)
+    else:
+        rows = selectors.user_list(owner=scope.owner, search=search or None)
+    context = {
+        "scope": scope,
+        "all_accounts": all_accounts,
+        "search": search,
+        "page": _page(rows, request),
+        "first_memory_curl": _first_memory_curl(request),
+    }
+    return render(request, "memories/user_list.html", context)
+
+
+@login_required
+def user_memories(request: HttpRequest) -> HttpResponse:
+    """One user's memories: the same query as the API (?q=, ?kind=), sorted and paged."""
+    uid = _required(request, "uid")
+    scope = _scope(request)
+    query_text = request.GET.get("q", "")
+    kind = request.GET.get("kind", "")
+    sort = request.GET.get("sort", DEFAULT_ENTRY_SORT)
+    if sort not in ENTRY_SORTS:
+        sort = DEFAULT_ENTRY_SORT
+    if query_text:
+        entries = selectors.entry_find(owner=scope.owner, uid=uid, query_text=query_text, kind=kind or None)
+    else:
+        entries = selectors.entry_list(owner=scope.owner, uid=uid, kind=kind or None)
+    kinds = selectors.kind_counts(owner=scope.owner, uid=uid)
+    context = {
+        "scope": scope,
+        "uid": uid,
+        "query_text": query_text,
+        "kind": kind,
+        "sort": sort,
+        "kinds": kinds,
+        "total": sum(row["entries"] for row in kinds),
+        "page": _page(entries.order_by(*ENTRY_SORTS[sort]), request),
+        "first_memory_curl": _first_memory_curl(request, uid),
+    }
+    return render(request, "memories/user_memories.html", context)
+
+
+def _history_rows(events: list[MemoryEvent]) -> list[dict]:
+    """Each change as before -> after, naming only the fields that changed."""
+    rows = []
+    for event in events:
+        changes = []
+        for field in ("value", "kind", "meta"):
+            before, after = getattr(event, f"{field}_before"), getattr(event, f"{field}_after")
+            if before == after:
+                continue
+            if field == "meta":
+                before = format_meta(before) if before is not None else None
+                after = format_meta(after) if after is not None else None
+            changes.append({"field": field, "before": before, "after": after})
+        rows.append({"event": event, "changes": changes})
+    return rows
+
+
+@login_required
+def entry_detail(request: HttpRequest) -> HttpResponse:
+    """An entry's full value, its meta as pretty JSON, and its history (also after it was deleted)."""
+    uid, key = _required(request, "uid"), _required(request, "key")
+    scope = _scope(request)
+    entry = selectors.entry_get(owner=scope.owner, uid=uid, key=key)
+    events = list(selectors.entry_history(owner=scope.owner, uid=uid, key=key)[:HISTORY_LIMIT])
+    if entry is None and not events:
+        raise Http404("No memory has that uid and key.")
+    context = {
+        "scope": scope,
+        "uid": uid,
+        "key": key,
+        "entry": entry,
+        "meta_json": format_meta(entry.meta) if entry is not None else "",
+        "history": _history_rows(events),
+        "history_limit": HISTORY_LIMIT,
+    }
+    return render(request, "memories/entry_detail.html", context)
+
+
+def _add_service_error(form: EntryChangeForm, error: InvalidField) -> None:
+    form.add_error(error.field if error.field in form.fields else None, error.message)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def entry_create(request: HttpRequest) -> HttpResponse:
+    scope = _scope(request)
+    if request.method == "POST":
+        form = EntryCreateForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            # The create form never overwrites: an existing key is edited on its own page, where the
+            # version check guards it. (A put racing in between this read and ours is applied as an update.)
+            if selectors.entry_get(owner=scope.owner, uid=data["uid"], key=data["key"]) is not None:
+                form.add_error("key", "this user has a memory with this key already; open it to edit it.")
+            else:
+                try:
+                    services.entry_put(
+                        owner=scope.owner,
+                        uid=data["uid"],
+                        key=data["key"],
+                        value=data["value"],
+                        kind=data["kind"],
+                        meta=data["meta"],
+                        actor=request.user,
+                    )
+                except InvalidField as error:
+                    _add_service_error(form, error)
+                else:
+                    messages.success(request, f"Stored {data['key']} for {data['uid']}.")
+                    return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=data["uid"], key=data["key"]))
+    else:
+        form = EntryCreateForm(initial={"uid": request.GET.get("uid", "")})
+    return render(request, "memories/entry_form.html", {"scope": scope, "form": form, "creating": True})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def entry_edit(request: HttpRequest) -> HttpResponse:
+    uid, key = _required(request, "uid"), _required(request, "key")
+    scope = _scope(request)
+    entry = selectors.entry_get(owner=scope.owner, uid=uid, key=key)
+    if entry is None:
+        raise Http404("No memory has that uid and key.")
+    entry_url = page_url("dashboard:entry", scope, uid=uid, key=key)
+    if request.method == "POST":
+        form = EntryChangeForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                result = services.entry_update(
+                    owner=scope.owner,
+                    uid=uid,
+                    key=key,
+                    value=data["value"],
+                    kind=data["kind"],
+                    meta=data["meta"],
+                    actor=request.user,
+                    expected_version=data["version"],
+                )
+            except services.VersionConflict as conflict:
+                form.add_error(
+                    None,
+                    f"This memory changed while you were editing it (it is now at version {conflict.current}). "
+                    "Copy what you typed, reload the page, and apply it again.",
+                )
+            except InvalidField as error:
+                _add_service_error(form, error)
+            else:
+                messages.success(request, "Saved." if result.changed else "Nothing changed.")
+                return HttpResponseRedirect(entry_url)
+    else:
+        form = EntryChangeForm(
+            initial={"value": entry.value, "kind": entry.kind, "meta": format_meta(entry.meta), "version": entry.version}
+        )
+    context = {"scope": scope, "form": form, "creating": False, "entry": entry, "entry_url": entry_url}
+    return render(request, "memories/entry_form.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def entry_delete(request: HttpRequest) -> HttpResponse:
+    uid, key = _required(request, "uid"), _required(request, "key")
+    scope = _scope(request)
+    if request.method == "POST":
+        if services.entry_delete(owner=scope.owner, uid=uid, key=key, actor=request.user) is None:
+            raise Http404("No memory has that uid and key.")
+        messages.success(request, f"Deleted {key}. Its history stays on its page.")
+        return HttpResponseRedirect(page_url("dashboard:user", scope, uid=uid))
+    entry = selectors.entry_get(owner=scope.owner, uid=uid, key=key)
+    if entry is None:
+        raise Http404("No memory has that uid and key.")
+    return render(request, "memories/entry_delete.html", {"scope": scope, "entry": entry})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def user_forget(request: HttpRequest) -> HttpResponse:
+    uid = _required(request, "uid")
+    scope = _scope(request)
+    if request.method == "POST":
+        deleted = services.user_forget(owner=scope.owner, uid=uid, actor=request.user)
+        if not deleted:
+            raise Http404("No memories about that user.")
+        messages.success(request, f"Forgot {uid}: {deleted} memor{'y' if deleted == 1 else 'ies'} deleted, history kept.")
+        return HttpResponseRedirect(page_url("dashboard:users", scope))
+    entries = selectors.entry_list(owner=scope.owner, uid=uid).count()
+    if not entries:
+        raise Http404("No memories about that user.")
+    return render(request, "memories/user_forget.html", {"scope": scope, "uid": uid, "entries": entries})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_token(request: HttpRequest) -> HttpResponse:
+    """The logged-in account's own API token: show it, issue a new one, revoke it."""
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "create":
+            accounts.token_rotate(account=request.user)
+            messages.success(request, "A new token is ready; the old one no longer works.")
+        elif action == "revoke":
+            if accounts.token_revoke(account=request.user):
+                messages.success(request, "Token revoked: agents using it are refused from now on.")
+            else:
+                messages.info(request, "There was no token to revoke.")
+        return HttpResponseRedirect(reverse("dashboard:token"))
+    token_key = Token.objects.filter(user=request.user).values_list("key", flat=True).first()
+    context = {"token_key": token_key, "info_curl_url": request.build_absolute_uri(reverse("api:info"))}
+    return render(request, "memories/token.html", context)

@@ -1,0 +1,75 @@
+"""The main pages at desktop and phone width: each fits the screen's width, and is photographed.
+
+The pictures go to a temporary folder; `make screenshots` sets MEMORYHUB_SCREENSHOTS_DIR to
+docs/screenshots so the README's pictures are made by this same test.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from memories import services
+from tests.browser.conftest import DESKTOP, PHONE, log_in, open_page
+
+PAGES = [
+    ("overview", "/"),
+    ("users", "/users/"),
+    ("user", "/user/?uid=alice"),
+    ("entry", "/memory/?uid=alice&key=editor"),
+    ("token", "/token/"),
+]
+
+
+@pytest.fixture
+def sample_memories(owner):  # noqa: ANN001, ANN201
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python for scripts, Rust for tools")
+    services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim", kind="fact", meta={"source": "chat", "confidence": 0.9})
+    services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim, with a tmux split for tests")
+    services.entry_put(owner=owner, uid="alice", key="answers", value="short answers, code first, no apologies", kind="pattern")
+    services.entry_put(owner=owner, uid="alice", key="timezone", value="Europe/Lisbon", kind="fact")
+    services.entry_put(owner=owner, uid="discord:1234", key="tone", value="answers in French")
+    services.entry_put(owner=owner, uid="bob", key="project", value="maintains the billing service", kind="fact")
+
+
+def _fits_the_width(page: Page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_the_main_pages_fit_the_screen_and_are_photographed(
+    browser: Browser, live_server, owner, stranger, sample_memories, screen: str, tmp_path: Path  # noqa: ANN001
+) -> None:
+    folder = Path(os.environ.get("MEMORYHUB_SCREENSHOTS_DIR") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    page = open_page(browser, live_server.url, DESKTOP if screen == "desktop" else PHONE)
+    try:
+        page.goto("/login/")
+        assert _fits_the_width(page), "the login page is wider than the screen"
+        page.screenshot(path=folder / f"login-{screen}.png", full_page=True)
+        log_in(page, owner, "owner-password-1")
+        for name, path in PAGES:
+            page.goto(path)
+            expect(page.locator("main h1")).to_be_visible()
+            assert _fits_the_width(page), f"the {name} page is wider than the screen"
+            page.screenshot(path=folder / f"{name}-{screen}.png", full_page=True)
+
+        page.goto("/memory/new/?uid=alice")
+        page.get_by_label("Key").fill("language")
+        page.get_by_label("Value").fill("prefers Go")
+        page.get_by_role("button", name="Store").click()
+        expect(page.locator("#id_key_error")).to_be_visible()
+        assert _fits_the_width(page), "the form is wider than the screen"
+        page.screenshot(path=folder / f"form-error-{screen}.png", full_page=True)
+
+        page.context.clear_cookies()
+        log_in(page, stranger, "stranger-password-1")
+        expect(page.get_by_text("No memories yet.")).to_be_visible()
+        assert _fits_the_width(page), "the empty overview is wider than the screen"
+        page.screenshot(path=folder / f"overview-empty-{screen}.png", full_page=True)
+    finally:
+        page.context.close()
+    pictures = sorted(picture.name for picture in folder.glob(f"*-{screen}.png"))
+    assert len(pictures) == len(PAGES) + 3
+    assert all((folder / picture).stat().st_size > 5_000 for picture in pictures)
