@@ -55,7 +55,7 @@ class ChartPoint:
 class ChartSeries:
     style: SeriesStyle
     points: list[ChartPoint]
-    # Polyline coordinate strings, one per stretch of consecutive runs with a value.
+    # Polyline coordinate strings, one per stretch of two or more consecutive runs with a value.
     lines: list[str]
 
 

@@ -205,3 +205,17 @@ def test_the_evaluation_panel_costs_the_overview_one_query(owner_client, setting
 
 def test_the_evaluation_panel_is_in_the_settings(settings):  # noqa: ANN001
     assert "evaluation.panels.latest_evaluation_panel" in settings.MEMORYHUB_OVERVIEW_PANELS
+
+
+def test_one_run_is_drawn_in_the_middle_with_its_time_below(owner_client):  # noqa: ANN001
+    run = stored_run(minutes_ago=1, results=[{"name": "local", "ms": 0.5}])
+    scores = chart(owner_client.get("/evaluations/").content.decode(), "score-chart")
+    assert points_of(scores, "local") == 1 and "<polyline" not in scores
+    assert 'text-anchor="middle">' in scores and "Score out of 100 of each backend over one run, on " in scores
+    assert timezone.localtime(run.started).strftime("%H:%M") in scores
+
+
+def test_the_evaluations_page_loads_nothing_from_another_host(owner_client):  # noqa: ANN001
+    stored_run(minutes_ago=1, results=[{"name": "null", "score": 75, "grade": "B"}, {"name": "local"}])
+    page = owner_client.get("/evaluations/").content.decode()
+    assert 'src="http' not in page and 'href="http' not in page and "<script" not in page and "<image" not in page
