@@ -12,6 +12,7 @@ medians (p50), so one slow call does not decide a tier.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 POINTS_AVAILABLE = 20
 POINTS_PUT = 15
@@ -122,13 +123,31 @@ def score_unavailable(*, name: str, cloud: bool, reason: str) -> BackendScore:
     return BackendScore(name=name, cloud=cloud, available=False, reason=reason, score=0, grade=FAILING_GRADE)
 
 
+class Graded(Protocol):
+    """What picking a recommendation reads: a BackendScore, or a stored BackendResult."""
+
+    name: str
+    available: bool
+    score: int
+
+
+GradedT = TypeVar("GradedT", bound=Graded)
+
+
+def recommended(scores: Sequence[GradedT]) -> GradedT | None:
+    """The best available backend other than null, earlier ones winning ties; None when there is none."""
+    candidates = [score for score in scores if score.available and score.name != NULL_BACKEND]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda score: score.score)
+
+
 def recommendation(scores: Sequence[BackendScore]) -> str:
     """The best available backend other than null ("Best: local (100pts, A)"), earlier ones winning
     ties, with the agent-side module's warning when it is a cloud; "None" when there is none."""
-    candidates = [score for score in scores if score.available and score.name != NULL_BACKEND]
-    if not candidates:
+    best = recommended(scores)
+    if best is None:
         return NO_RECOMMENDATION
-    best = max(candidates, key=lambda score: score.score)
     text = f"Best: {best.name} ({best.score}pts, {best.grade})"
     if best.cloud:
         text += CLOUD_WARNING

@@ -180,6 +180,12 @@ MEMORYHUB_QUERY_LIMIT = envint("MEMORYHUB_QUERY_LIMIT", 10, minimum=1)
 # Request bodies above this are refused before they are parsed (Django answers 400).
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMORYHUB_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
 
+# Panels other apps add to the dashboard's overview: dotted paths of callables (request, owner) ->
+# None or {"template": ..., values} (see memories.views._overview_panels). Append new panels below.
+MEMORYHUB_OVERVIEW_PANELS = [
+    "evaluation.panels.latest_evaluation_panel",
+]
+
 MEMORYHUB_BACKEND = os.environ.get("MEMORYHUB_BACKEND", "auto").strip().lower()
 if MEMORYHUB_BACKEND not in ("auto", "local", "honcho", "null"):
     raise ImproperlyConfigured(f"MEMORYHUB_BACKEND must be one of auto, local, honcho, null; got {MEMORYHUB_BACKEND!r}")

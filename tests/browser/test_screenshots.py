@@ -5,13 +5,19 @@ docs/screenshots so the README's pictures are made by this same test.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from evaluation.models import EvaluationRun
+from evaluation.services import evaluation_run
+from honcho_double import HonchoDouble
+from honcho_double.server import IN_PROCESS_BASE_URL
 from memories import services
 from tests.browser.conftest import DESKTOP, PHONE, log_in, open_page
+from tests.evaluation.conftest import closed_port_url
 
 PAGES = [
     ("overview", "/"),
@@ -19,6 +25,7 @@ PAGES = [
     ("user", "/user/?uid=alice"),
     ("entry", "/memory/?uid=alice&key=editor"),
     ("token", "/token/"),
+    ("evaluations", "/evaluations/"),
 ]
 
 
@@ -33,13 +40,26 @@ def sample_memories(owner):  # noqa: ANN001, ANN201
     services.entry_put(owner=owner, uid="bob", key="project", value="maintains the billing service", kind="fact")
 
 
+@pytest.fixture
+def sample_evaluations(settings, staff):  # noqa: ANN001, ANN201
+    """A week of daily runs of null, local and Honcho (the in-process double; unreachable one day)."""
+    honcho = HonchoDouble()
+    reachable = {"honcho": {"http_client": honcho.http_client()}}
+    for days_ago in range(6, -1, -1):
+        settings.HONCHO_URL = closed_port_url() if days_ago == 3 else IN_PROCESS_BASE_URL
+        run = evaluation_run(ops=5, requested_by=staff, backend_options=None if days_ago == 3 else reachable).run
+        started = run.started - timedelta(days=days_ago, hours=days_ago % 3)
+        EvaluationRun.objects.filter(pk=run.pk).update(started=started, finished=started + (run.finished - run.started))
+    settings.HONCHO_URL = ""
+
+
 def _fits_the_width(page: Page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
 @pytest.mark.parametrize("screen", ["desktop", "phone"])
 def test_the_main_pages_fit_the_screen_and_are_photographed(
-    browser: Browser, live_server, owner, stranger, sample_memories, screen: str, tmp_path: Path  # noqa: ANN001
+    browser: Browser, live_server, owner, stranger, sample_memories, sample_evaluations, screen: str, tmp_path: Path  # noqa: ANN001
 ) -> None:
     folder = Path(os.environ.get("MEMORYHUB_SCREENSHOTS_DIR") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)

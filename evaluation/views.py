@@ -1,0 +1,110 @@
+"""The dashboard's evaluations page: the latest run's grades, charts across runs, and (for staff) a
+button that runs one now.
+
+Runs are the hub's, not an account's (as GET /api/v1/evaluations/ serves them): every signed-in
+account sees them all. Only staff may start one, since it writes and may call Honcho; anyone else
+who posts gets 403.
+"""
+
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from evaluation import selectors, services
+from evaluation.chart import evaluation_charts, result_latency_ms
+from evaluation.models import BackendResult, EvaluationRun
+from evaluation.scoring import OPERATIONS
+
+# Runs drawn in the charts (and read from the database), newest first; older ones are in the API and the admin.
+CHART_RUNS = 20
+
+
+@dataclass(frozen=True)
+class OperationCell:
+    name: str
+    ok: bool
+    p50_ms: float | None
+    p95_ms: float | None
+    error: str
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    result: BackendResult
+    operations: list[OperationCell]
+    latency_ms: float | None
+
+
+def result_rows(run: EvaluationRun) -> list[ResultRow]:
+    """The latest-run table: each backend with its put, get and find side by side."""
+    rows = []
+    for result in run.results.all():
+        operations = [
+            OperationCell(
+                name=operation,
+                ok=getattr(result, f"{operation}_ok"),
+                p50_ms=getattr(result, f"{operation}_p50_ms"),
+                p95_ms=getattr(result, f"{operation}_p95_ms"),
+                error=result.errors.get(operation, ""),
+            )
+            for operation in OPERATIONS
+        ]
+        rows.append(ResultRow(result=result, operations=operations, latency_ms=result_latency_ms(result)))
+    return rows
+
+
+@dataclass(frozen=True)
+class FigureRow:
+    run: EvaluationRun
+    result: BackendResult
+    latency_ms: float | None
+
+
+def figure_rows(runs: list[EvaluationRun]) -> list[FigureRow]:
+    """The charts' figures as table rows (newest run first), for people who do not see the charts."""
+    return [FigureRow(run=run, result=result, latency_ms=result_latency_ms(result)) for run in runs for result in run.results.all()]
+
+
+def _run_now(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff may run an evaluation.")
+    try:
+        report = services.evaluation_run(requested_by=request.user)
+    except services.EvaluationError as error:
+        messages.error(request, f"The evaluation did not run: {error}")
+    else:
+        grades = ", ".join(f"{score.name} {score.grade}" for score in report.scores)
+        messages.success(request, f"Evaluated {grades}. {report.recommendation}")
+    return HttpResponseRedirect(reverse("evaluations:list"))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def evaluation_list(request: HttpRequest) -> HttpResponse:
+    """GET: the latest run and the charts of the last CHART_RUNS runs. POST (staff): run one now."""
+    if request.method == "POST":
+        return _run_now(request)
+    # One run more than the charts draw, to know whether older runs exist without counting them.
+    recent = selectors.evaluation_runs_recent(limit=CHART_RUNS + 1)
+    runs = recent[:CHART_RUNS]
+    latest = runs[0] if runs else None
+    styles, charts = evaluation_charts(runs)
+    context = {
+        "latest": latest,
+        "rows": result_rows(latest) if latest else [],
+        "runs": runs,
+        "more_runs": len(recent) > CHART_RUNS,
+        "styles": styles,
+        "figures": figure_rows(runs),
+        "charts": charts,
+        "chart_runs": CHART_RUNS,
+        "default_ops": services.DEFAULT_OPS,
+        "default_backends": services.default_backend_names(),
+    }
+    return render(request, "evaluation/evaluation_list.html", context)
