@@ -7,7 +7,11 @@ PORT   ?= 8000
 # The secret key: the environment's if set, else one kept in data/secret_key (made on first run).
 WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 
-.PHONY: run test install install-dev migrate clean
+# `make serve`: gunicorn with WORKERS processes (sync workers, each request on its own connection).
+WORKERS ?= 4
+TIMEOUT ?= 30
+
+.PHONY: run serve test install install-dev migrate clean
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +36,13 @@ run: migrate
 	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
 	$(WITH_KEY) $(PY) manage.py first_run
 	$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+
+# Production: see docs/RELIABILITY.md for the environment (SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, SECURE_*).
+serve: migrate
+	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
+	$(WITH_KEY) $(PY) manage.py first_run
+	$(WITH_KEY) $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \
+		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
 
 test: $(VENV)/.installed-dev
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
