@@ -220,6 +220,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation lists the error answers it can give (400, 401, 403, 404, 413, 415, 429).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memories.api.schema.document_error_responses",
+    ],
 }
 
 # HTTPS, for a hub reached over the network (docs/RELIABILITY.md). With these set as there,

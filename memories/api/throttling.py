@@ -30,5 +30,5 @@ class TokenRateThrottle(SimpleRateThrottle):
         elif request.user and request.user.is_authenticated:
             ident = f"account-{request.user.pk}"
         else:
-            ident = "address-" + self.get_ident(request)
+            ident = f"address-{self.get_ident(request) or 'unknown'}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
