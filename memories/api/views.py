@@ -28,7 +28,7 @@ from memories.api.errors import ENTRY_EXISTS, PRECONDITION_FAILED
 from memories.api.pagination import MemoryPagination
 from memories.backends import hub_status
 from memories.tool import TOOL_SCHEMA, run_tool
-from memories.validation import check_key, check_uid
+from memories.validation import InvalidField, check_key, check_uid
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
@@ -50,6 +50,10 @@ class HubAPIView(APIView):
 
     def initial(self, request: Request, *args: object, **kwargs: object) -> None:
         super().initial(request, *args, **kwargs)
+        # No database stores NUL in text (PostgreSQL refuses it): a query parameter holding one is bad input.
+        for name, value in request.query_params.items():
+            if "\x00" in value:
+                raise InvalidField(name, "must not contain NUL characters.")
         # A uid or key in the path gets the same checks as one in a body: 400 naming the field.
         if "uid" in kwargs:
             check_uid(kwargs["uid"])

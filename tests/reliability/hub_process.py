@@ -250,10 +250,3 @@ def integrity_problems(database: HubDatabase) -> list[str]:
     }
     return [f"{name}: {rows}" for name, sql in checks.items() if (rows := database.rows(sql))]
 
-
-def record_figures(test_name: str, database: HubDatabase, **figures: Any) -> None:
-    """Append what a reliability test measured to test-results/reliability.jsonl (for docs/RELIABILITY.md)."""
-    folder = PROJECT / "test-results"
-    folder.mkdir(exist_ok=True)
-    with open(folder / "reliability.jsonl", "a") as report:
-        report.write(json.dumps({"test": test_name, "database": database.engine, **figures}) + "\n")

@@ -5,7 +5,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from tests.reliability.hub_process import call, create_token, history_consistency_problems, hub_database, record_figures, running_hub
+from tests.reliability.figures import record_figures
+from tests.reliability.hub_process import call, create_token, history_consistency_problems, hub_database, running_hub
 
 CLIENTS = 8
 WRITES_PER_CLIENT = 500
@@ -87,7 +88,7 @@ def test_concurrent_writers_on_shared_keys_lose_no_write_and_get_no_server_error
         )
         record_figures(
             "concurrent writes",
-            database,
+            database.engine,
             clients=CLIENTS,
             workers=WORKERS,
             keys=len(acknowledged_by_key),

@@ -4,13 +4,13 @@ nothing is half-written, the database passes its own check and the history agree
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from tests.reliability.figures import record_figures
 from tests.reliability.hub_process import (
     call,
     create_token,
     history_consistency_problems,
     hub_database,
     integrity_problems,
-    record_figures,
     running_hub,
 )
 
@@ -75,7 +75,7 @@ def test_a_hub_killed_mid_write_restarts_with_every_acknowledged_write_and_a_con
         assert "Traceback" not in restarted.log()
         record_figures(
             "crash safety",
-            database,
+            database.engine,
             clients=CLIENTS,
             writes_acknowledged_before_kill=len(acknowledged),
             requests_cut_off_by_kill=cut_off,
