@@ -79,6 +79,7 @@ def test_a_hub_killed_mid_write_restarts_with_every_acknowledged_write_and_a_con
             clients=CLIENTS,
             writes_acknowledged_before_kill=len(acknowledged),
             requests_cut_off_by_kill=cut_off,
+            committed_but_unanswered=len(stored) - len(acknowledged),
             faults_injected="kill -9 of the gunicorn master and its 3 workers",
             lost_writes=len(missing),
             integrity_problems=0,

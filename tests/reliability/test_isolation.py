@@ -7,11 +7,13 @@ import json
 import uuid
 
 import pytest
+from django.db import connection
 from django.test import Client
 
 from memories import selectors, services
 from memories.models import MemoryEvent
 from memories.tool import ACTIONS
+from tests.reliability.figures import record_figures
 from tests.reliability.routes import all_routes
 
 SECRET = f"SECRET-{uuid.uuid4().hex}"
@@ -80,6 +82,15 @@ def test_a_second_account_gets_404_or_403_on_every_route_and_never_the_owners_da
             assert response.status_code in (404, 403, 412) or empty_page, f"{method} {path} answered {response.status_code}"
     assert _owner_state(owners_memories) == before
     assert len(answers) >= 15
+    record_figures(
+        "route walk as a second account",
+        connection.vendor,
+        routes=len(all_routes(under="api/v1/")),
+        requests=len(answers),
+        by_status={str(code): sum(1 for *_, status in answers if status == code) for code in sorted({a[2] for a in answers})},
+        owner_data_shown=0,
+        owner_data_changed=0,
+    )
 
 
 def test_no_route_of_the_api_answers_without_credentials(owners_memories, anonymous_api):
