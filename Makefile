@@ -41,8 +41,9 @@ run: migrate
 serve: migrate
 	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
 	$(WITH_KEY) $(PY) manage.py first_run
-	$(WITH_KEY) $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \
-		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
+	$(WITH_KEY) exec $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \
+		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --no-control-socket \
+		--forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
 
 test: $(VENV)/.installed-dev
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest

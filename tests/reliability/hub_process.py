@@ -147,6 +147,7 @@ def running_hub(database: HubDatabase, log_path: Path, *, workers: int = 4) -> I
                 str(workers),
                 "--timeout",
                 "60",
+                "--no-control-socket",
             ],
             cwd=PROJECT,
             env=_environment(database),
