@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls.converters import get_converters
 
 GROUP = re.compile(r"\(\?P<(?P<name>\w+)>(?P<pattern>[^)]*)\)|<(?:(?P<converter>\w+):)?(?P<plain>\w+)>")
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
@@ -17,9 +18,12 @@ class Route:
     parameters: tuple[str, ...]
     view: object
     name: str | None
+    stand_ins: tuple[str, ...] = ()  # for each parameter, a value its pattern accepts
 
     def path(self, values: dict[str, str]) -> str:
-        return "/" + self.template.format(**{name: values.get(name, _guess(name)) for name in self.parameters})
+        """The route's path with the given values, and a value its pattern accepts for any other parameter."""
+        defaults = dict(zip(self.parameters, self.stand_ins))
+        return "/" + self.template.format(**{name: values.get(name, defaults.get(name, "x")) for name in self.parameters})
 
     def methods(self) -> list[str]:
         """The HTTP methods the route's view answers (for a viewset, those its router mapped)."""
@@ -32,11 +36,14 @@ class Route:
         return [method for method in HTTP_METHODS if hasattr(view_class, method)]
 
 
-def _guess(name: str) -> str:
-    if "uuid" in name:
-        return str(uuid.uuid4())
-    if name in ("pk", "id") or name.endswith("_id") or name.endswith("_pk"):
-        return "1"
+STAND_IN_CANDIDATES = ("1", "x", "memories", str(uuid.UUID(int=1)), "2026-01-01")
+
+
+def _stand_in(pattern: str) -> str:
+    """A value the parameter's pattern accepts: routes with a parameter resolve, so the view runs."""
+    for candidate in STAND_IN_CANDIDATES:
+        if re.fullmatch(pattern, candidate):
+            return candidate
     return "x"
 
 
@@ -62,14 +69,28 @@ def all_routes(under: str = "") -> list[Route]:
         if not raw.startswith(under):
             continue
         parameters: list[str] = []
+        stand_ins: list[str] = []
 
         def placeholder(match: re.Match) -> str:
             name = match.group("name") or match.group("plain")
+            if match.group("name"):
+                pattern = match.group("pattern")
+            else:
+                pattern = get_converters()[match.group("converter") or "str"].regex
             parameters.append(name)
+            stand_ins.append(_stand_in(pattern))
             return "{" + name + "}"
 
         template = GROUP.sub(placeholder, raw)
         if "(" in template or "[" in template or "*" in template:
             continue  # a route written as a bare regular expression cannot be filled in reliably
-        routes.append(Route(template=template, parameters=tuple(parameters), view=pattern.callback, name=pattern.name))
+        routes.append(
+            Route(
+                template=template,
+                parameters=tuple(parameters),
+                view=pattern.callback,
+                name=pattern.name,
+                stand_ins=tuple(stand_ins),
+            )
+        )
     return routes
