@@ -10,6 +10,8 @@ WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 # `make serve`: gunicorn with WORKERS processes (sync workers, each request on its own connection).
 WORKERS ?= 4
 TIMEOUT ?= 30
+# The access log leaves out query strings: a search's text (?q=...) is the agent's, not the log's.
+ACCESS_LOG_FORMAT := %(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(L)ss
 
 .PHONY: run serve test install install-dev migrate clean
 
@@ -42,7 +44,7 @@ serve: migrate
 	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
 	$(WITH_KEY) $(PY) manage.py first_run
 	$(WITH_KEY) exec $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \
-		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --no-control-socket \
+		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --no-control-socket \
 		--forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
 
 test: $(VENV)/.installed-dev
