@@ -7,7 +7,13 @@ PORT   ?= 8000
 # The secret key: the environment's if set, else one kept in data/secret_key (made on first run).
 WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 
-.PHONY: run test install install-dev migrate clean screenshots
+# `make serve`: gunicorn with WORKERS processes (sync workers, each request on its own connection).
+WORKERS ?= 4
+TIMEOUT ?= 30
+# The access log leaves out query strings: a search's text (?q=...) is the agent's, not the log's.
+ACCESS_LOG_FORMAT := %(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(L)ss
+
+.PHONY: run serve test install install-dev migrate clean screenshots
 
 $(VENV)/.installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +44,14 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
+# Production: see docs/RELIABILITY.md for the environment (SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, SECURE_*).
+serve: migrate
+	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
+	$(WITH_KEY) $(PY) manage.py first_run
+	$(WITH_KEY) exec $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \
+		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --no-control-socket \
+		--forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
 
 test: $(VENV)/.installed-dev $(CHROMIUM)
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest

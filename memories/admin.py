@@ -3,7 +3,7 @@
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -101,6 +101,26 @@ class MemoryEventAdmin(admin.ModelAdmin):
     search_fields = ["uid", "key"]
     list_select_related = ["owner", "actor"]
     ordering = ["-id"]
+    actions = ["restore_deleted_entries"]
+
+    def has_restore_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("memories.add_memoryentry")
+
+    @admin.action(description="Restore the deleted entries of the selected events", permissions=["restore"])
+    def restore_deleted_entries(self, request: HttpRequest, queryset: QuerySet[MemoryEvent]) -> None:
+        """Restore each selected deletion's entry (as it was when last deleted) through the service."""
+        restored, skipped = 0, 0
+        identities = queryset.filter(action=MemoryEvent.Action.DELETE).select_related("owner")
+        for owner, uid, key in {(event.owner, event.uid, event.key) for event in identities}:
+            try:
+                services.entry_restore(owner=owner, uid=uid, key=key, actor=request.user)
+            except (services.EntryExists, services.EntryNotFound):
+                skipped += 1
+            else:
+                restored += 1
+        self.message_user(request, f"Restored {restored} entries.", messages.SUCCESS if restored else messages.INFO)
+        if skipped:
+            self.message_user(request, f"{skipped} entries exist again already and were left as they are.", messages.WARNING)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

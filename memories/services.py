@@ -218,3 +218,50 @@ def probe_data_clear(*, owner: AbstractBaseUser) -> int:
         deleted, _ = MemoryEntry.objects.filter(owner=owner).delete()
         MemoryEvent.objects.filter(owner=owner).delete()
     return deleted
+
+
+class EntryExists(Exception):
+    """The entry is there already: there is nothing to restore."""
+
+
+def entry_restore(*, owner: AbstractBaseUser, uid: str, key: str, actor: AbstractBaseUser | None = None) -> MemoryEntry:
+    """Bring back a deleted entry as it was when it was last deleted.
+
+    The restored entry keeps its value, kind, meta and creation time, and its version goes on from
+    the deleted one (deleted at version N, restored at N + 1), so every version of (uid, key) names
+    one state. The history records the restore as a "create" event at that version. Raises
+    EntryNotFound when the history holds no deletion of (uid, key) to undo, and EntryExists when
+    the entry is there (restoring would overwrite it).
+    """
+    with transaction.atomic():
+        if _locked_entry(owner=owner, uid=uid, key=key) is not None:
+            raise EntryExists(f"{uid}/{key}")
+        deletion = MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).order_by("-id").first()
+        if deletion is None or deletion.action != MemoryEvent.Action.DELETE:
+            raise EntryNotFound(f"{uid}/{key}")
+        creation = (
+            MemoryEvent.objects.filter(owner=owner, uid=uid, key=key, action=MemoryEvent.Action.CREATE, id__lt=deletion.id)
+            .order_by("-id")
+            .values_list("at", flat=True)
+            .first()
+        )
+        now = timezone.now()
+        entry = MemoryEntry(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=deletion.value_before or "",
+            kind=deletion.kind_before or DEFAULT_KIND,
+            meta=deletion.meta_before if deletion.meta_before is not None else {},
+            created=creation or now,
+            updated=now,
+            version=deletion.version + 1,
+        )
+        try:
+            with transaction.atomic():
+                entry.save(force_insert=True)
+        except IntegrityError:
+            # A concurrent writer created (uid, key) after our check (possible on PostgreSQL).
+            raise EntryExists(f"{uid}/{key}") from None
+        _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
+        return entry

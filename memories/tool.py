@@ -40,6 +40,15 @@ Reply = dict[str, Any]
 evaluate_hook: Callable[[AbstractBaseUser], dict[str, Any]] | None = None
 
 
+def _storable(text: str) -> bool:
+    """Whether text can reach the database at all (UTF-8 has no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _error(message: str) -> Reply:
     return {"ok": False, "error": message}
 
@@ -75,6 +84,8 @@ def _query(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
         return _error("query required")
     if not isinstance(query_text, str):
         return _error("query: must be a string.")
+    if "\x00" in query_text or not _storable(query_text):
+        return _error("query: must not contain NUL characters or unpaired surrogates.")
     found = selectors.entry_find(owner=account, uid=uid, query_text=query_text)[: settings.MEMORYHUB_QUERY_LIMIT]
     results = [{"key": key, "value": value} for key, value in found.values_list("key", "value")]
     return {"ok": True, "results": results, "count": len(results)}

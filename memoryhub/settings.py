@@ -5,6 +5,7 @@ never later. Nothing here makes a network call.
 """
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -88,6 +89,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memoryhub.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -177,8 +179,19 @@ MEMORYHUB_MAX_META_BYTES = envint("MEMORYHUB_MAX_META_BYTES", 16 * 1024, minimum
 MEMORYHUB_PAGE_SIZE = envint("MEMORYHUB_PAGE_SIZE", 50, minimum=1)
 MEMORYHUB_MAX_PAGE_SIZE = envint("MEMORYHUB_MAX_PAGE_SIZE", 500, minimum=1)
 MEMORYHUB_QUERY_LIMIT = envint("MEMORYHUB_QUERY_LIMIT", 10, minimum=1)
-# Request bodies above this are refused before they are parsed (Django answers 400).
+# Request bodies above this are refused with 413 before they are read (memoryhub.middleware).
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMORYHUB_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
+# Requests each API token may make, as DRF writes rates ("1200/minute", "50/second"); empty: no limit.
+MEMORYHUB_RATE_LIMIT = os.environ.get("MEMORYHUB_RATE_LIMIT", "1200/minute").strip()
+if MEMORYHUB_RATE_LIMIT and not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", MEMORYHUB_RATE_LIMIT):
+    raise ImproperlyConfigured(f"MEMORYHUB_RATE_LIMIT must look like 1200/minute (per second, minute, hour or day); got {MEMORYHUB_RATE_LIMIT!r}")
+# The rate limit's counters live in a folder, so every worker process on a machine shares them.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": os.environ.get("MEMORYHUB_CACHE_DIR") or str(DATA_DIR / "cache"),
+    }
+}
 
 # Panels other apps add to the dashboard's overview: dotted paths of callables (request, owner) ->
 # None or {"template": ..., values} (see memories.views._overview_panels). Append new panels below.
@@ -205,7 +218,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.HubJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "memories.api.pagination.MemoryPagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": [
@@ -213,6 +226,7 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "EXCEPTION_HANDLER": "memories.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["memories.api.throttling.TokenRateThrottle"],
 }
 
 SPECTACULAR_SETTINGS = {
@@ -225,7 +239,27 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation lists the error answers it can give (400, 401, 403, 404, 413, 415, 429).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memories.api.schema.document_error_responses",
+    ],
 }
+
+# HTTPS, for a hub reached over the network (docs/RELIABILITY.md). With these set as there,
+# `manage.py check --deploy` is clean. Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=1
+# (the proxy must then set X-Forwarded-Proto itself).
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+if envbool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {
     "version": 1,

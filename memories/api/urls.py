@@ -20,6 +20,11 @@ urlpatterns = [
         name="memory-history",
     ),
     re_path(
+        rf"^users/(?P<uid>{SEGMENT})/memories/(?P<key>{SEGMENT})/restore/?$",
+        views.MemoryRestoreView.as_view(),
+        name="memory-restore",
+    ),
+    re_path(
         rf"^users/(?P<uid>{SEGMENT})/memories/(?P<key>{SEGMENT})/?$",
         views.MemoryDetailView.as_view(),
         name="memory-detail",

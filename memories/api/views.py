@@ -23,9 +23,12 @@ from memories.api.serializers import (
     InfoSerializer,
     UserSummarySerializer,
 )
+from memories.api.conditional import ETAG_HEADER, IF_MATCH_PARAMETER, if_match_version, with_etag
+from memories.api.errors import ENTRY_EXISTS, PRECONDITION_FAILED
 from memories.api.pagination import MemoryPagination
 from memories.backends import hub_status
 from memories.tool import TOOL_SCHEMA, run_tool
+from memories.validation import InvalidField, check_key, check_uid
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
@@ -39,11 +42,23 @@ def _paginate(view: APIView, request: Request, queryset, serializer_class) -> Re
 
 def _write_response(result: services.PutResult) -> Response:
     code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
-    return Response(EntrySerializer(result.entry).data, status=code)
+    return with_etag(Response(EntrySerializer(result.entry).data, status=code), result.entry)
 
 
 class HubAPIView(APIView):
     pagination_class = MemoryPagination
+
+    def initial(self, request: Request, *args: object, **kwargs: object) -> None:
+        super().initial(request, *args, **kwargs)
+        # No database stores NUL in text (PostgreSQL refuses it): a query parameter holding one is bad input.
+        for name, value in request.query_params.items():
+            if "\x00" in value:
+                raise InvalidField(name, "must not contain NUL characters.")
+        # A uid or key in the path gets the same checks as one in a body: 400 naming the field.
+        if "uid" in kwargs:
+            check_uid(kwargs["uid"])
+        if "key" in kwargs:
+            check_key(kwargs["key"])
 
 
 @extend_schema(tags=["users"])
@@ -107,33 +122,69 @@ class MemoryDetailView(HubAPIView):
             raise Http404
         return entry
 
-    @extend_schema(summary="Get a memory", responses=EntrySerializer)
+    @extend_schema(summary="Get a memory (its ETag is its version)", responses=EntrySerializer, parameters=[ETAG_HEADER])
     def get(self, request: Request, uid: str, key: str) -> Response:
-        return Response(EntrySerializer(self._entry(request, uid, key)).data)
+        entry = self._entry(request, uid, key)
+        return with_etag(Response(EntrySerializer(entry).data), entry)
 
     @extend_schema(
         summary="Store a memory (upsert): 201 when created, 200 when changed or unchanged",
         request=EntryWriteSerializer,
-        responses={200: EntrySerializer, 201: EntrySerializer},
+        parameters=[IF_MATCH_PARAMETER, ETAG_HEADER],
+        responses={200: EntrySerializer, 201: EntrySerializer, 412: PRECONDITION_FAILED},
     )
     def put(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.entry_put(owner=request.user, uid=uid, key=key, actor=request.user, **body.validated_data)
+        expected_version = if_match_version(request, uid=uid, key=key)
+        result = services.entry_put(
+            owner=request.user, uid=uid, key=key, actor=request.user, expected_version=expected_version, **body.validated_data
+        )
         return _write_response(result)
 
-    @extend_schema(summary="Change some fields of a memory", request=EntryWriteSerializer, responses=EntrySerializer)
+    @extend_schema(
+        summary="Change some fields of a memory",
+        request=EntryWriteSerializer,
+        parameters=[IF_MATCH_PARAMETER, ETAG_HEADER],
+        responses={200: EntrySerializer, 412: PRECONDITION_FAILED},
+    )
     def patch(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        result = services.entry_update(owner=request.user, uid=uid, key=key, actor=request.user, **body.validated_data)
-        return Response(EntrySerializer(result.entry).data)
+        expected_version = if_match_version(request, uid=uid, key=key)
+        result = services.entry_update(
+            owner=request.user, uid=uid, key=key, actor=request.user, expected_version=expected_version, **body.validated_data
+        )
+        return with_etag(Response(EntrySerializer(result.entry).data), result.entry)
 
-    @extend_schema(summary="Delete a memory (its history stays)", responses={204: None})
+    @extend_schema(
+        summary="Delete a memory (its history stays)",
+        parameters=[IF_MATCH_PARAMETER],
+        responses={204: None, 412: PRECONDITION_FAILED},
+    )
     def delete(self, request: Request, uid: str, key: str) -> Response:
-        if services.entry_delete(owner=request.user, uid=uid, key=key, actor=request.user) is None:
+        expected_version = if_match_version(request, uid=uid, key=key)
+        deleted = services.entry_delete(
+            owner=request.user, uid=uid, key=key, actor=request.user, expected_version=expected_version
+        )
+        if deleted is None:
             raise Http404
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(tags=["memories"], parameters=[UID_PARAMETER, KEY_PARAMETER])
+class MemoryRestoreView(HubAPIView):
+    @extend_schema(
+        summary="Restore a deleted memory from its history",
+        description="Brings back the entry as it was when last deleted; its version goes on from the deleted one. "
+        "404 when the history holds no deletion to undo, 409 when the entry exists.",
+        request=None,
+        parameters=[ETAG_HEADER],
+        responses={201: EntrySerializer, 409: ENTRY_EXISTS},
+    )
+    def post(self, request: Request, uid: str, key: str) -> Response:
+        entry = services.entry_restore(owner=request.user, uid=uid, key=key, actor=request.user)
+        return with_etag(Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED), entry)
 
 
 @extend_schema(tags=["memories"], parameters=[UID_PARAMETER, KEY_PARAMETER])

@@ -1,0 +1,86 @@
+"""Optimistic concurrency: GET gives the version as an ETag; If-Match makes a write conditional on it."""
+
+import pytest
+
+URL = "/api/v1/users/alice/memories/editor"
+
+
+@pytest.fixture
+def stored(owner_api):  # noqa: ANN001, ANN201
+    owner_api.put(URL, {"value": "vim"}, format="json")
+    owner_api.put(URL, {"value": "emacs"}, format="json")
+    return owner_api
+
+
+def test_get_answers_the_version_as_an_etag(stored):
+    response = stored.get(URL)
+    assert response["ETag"] == '"2"'
+    assert response.json()["version"] == 2
+
+
+def test_a_put_with_the_current_etag_writes_and_answers_the_new_etag(stored):
+    response = stored.put(URL, {"value": "helix"}, format="json", HTTP_IF_MATCH='"2"')
+    assert response.status_code == 200
+    assert response["ETag"] == '"3"'
+    assert stored.get(URL).json()["value"] == "helix"
+
+
+def test_a_put_with_a_stale_etag_is_refused_and_changes_nothing(stored):
+    response = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH='"1"')
+    assert response.status_code == 412
+    assert "version 2" in response.json()["detail"]
+    assert stored.get(URL).json()["value"] == "emacs"
+    assert stored.get(URL + "/history").json()["count"] == 2
+
+
+def test_a_patch_with_a_stale_etag_is_refused(stored):
+    assert stored.patch(URL, {"kind": "tool"}, format="json", HTTP_IF_MATCH='"1"').status_code == 412
+    assert stored.get(URL).json()["kind"] == "preference"
+
+
+def test_a_patch_with_the_current_etag_applies(stored):
+    response = stored.patch(URL, {"kind": "tool"}, format="json", HTTP_IF_MATCH='"2"')
+    assert response.status_code == 200
+    assert response["ETag"] == '"3"'
+
+
+def test_a_delete_with_a_stale_etag_keeps_the_entry(stored):
+    assert stored.delete(URL, HTTP_IF_MATCH='"1"').status_code == 412
+    assert stored.get(URL).status_code == 200
+    assert stored.delete(URL, HTTP_IF_MATCH='"2"').status_code == 204
+    assert stored.get(URL).status_code == 404
+
+
+def test_if_match_on_a_missing_entry_is_refused_instead_of_creating_it(owner_api):
+    response = owner_api.put("/api/v1/users/alice/memories/new", {"value": "x"}, format="json", HTTP_IF_MATCH='"1"')
+    assert response.status_code == 412
+    assert owner_api.get("/api/v1/users/alice/memories/new").status_code == 404
+
+
+def test_if_match_star_needs_the_entry_to_exist(stored):
+    assert stored.put("/api/v1/users/alice/memories/new", {"value": "x"}, format="json", HTTP_IF_MATCH="*").status_code == 412
+    assert stored.put(URL, {"value": "kakoune"}, format="json", HTTP_IF_MATCH="*").status_code == 200
+
+
+@pytest.mark.parametrize("header", ['W/"2"', "2", '"two"', '""', '"²"'])
+def test_a_weak_or_malformed_etag_never_matches(stored, header):
+    assert stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH=header).status_code == 412
+    assert stored.get(URL).json()["value"] == "emacs"
+
+
+def test_a_list_of_etags_matches_when_it_holds_the_current_version(stored):
+    assert stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH='"1", "2"').status_code == 200
+    assert stored.put(URL, {"value": "ed"}, format="json", HTTP_IF_MATCH='"1", "2"').status_code == 412
+
+
+def test_without_if_match_the_last_write_wins(stored):
+    assert stored.put(URL, {"value": "nano"}, format="json").status_code == 200
+    assert stored.get(URL).json()["version"] == 3
+
+
+def test_another_account_with_the_etag_sees_only_a_missing_entry(stored, stranger_api):
+    response = stranger_api.delete(URL, HTTP_IF_MATCH='"2"')
+    never_there = stranger_api.delete("/api/v1/users/alice/memories/never", HTTP_IF_MATCH='"2"')
+    assert (response.status_code, response.json()) == (412, {"detail": "The entry does not exist."})
+    assert (never_there.status_code, never_there.json()) == (response.status_code, response.json())
+    assert stored.get(URL).status_code == 200
