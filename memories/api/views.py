@@ -21,11 +21,19 @@ from memories.api.serializers import (
     EventSerializer,
     ForgetSerializer,
     InfoSerializer,
+    SyncStatusSerializer,
     UserSummarySerializer,
 )
 from memories.api.pagination import MemoryPagination
 from memories.backends import hub_status
 from memories.tool import TOOL_SCHEMA, run_tool
+
+
+def _info_sync(request: Request) -> dict:
+    if not settings.MEMORYHUB_HONCHO_SYNC:
+        return {"enabled": False}
+    status = selectors.sync_status(owner=request.user)
+    return {"enabled": True, "pending": status.pending, "failed": status.failed}
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
@@ -159,9 +167,22 @@ class InfoView(HubAPIView):
                 "available": backend.available,
                 "reason": backend.reason,
                 "counts": selectors.owner_counts(owner=request.user),
+                "sync": _info_sync(request),
                 "version": settings.VERSION,
             }
         )
+
+
+@extend_schema(tags=["hub"])
+class SyncStatusView(HubAPIView):
+    @extend_schema(
+        summary="Sync to Honcho: pending and failed changes, the oldest pending's age, the last success and error",
+        description="An account sees its own entries' changes; a staff account sees the whole hub's.",
+        responses=SyncStatusSerializer,
+    )
+    def get(self, request: Request) -> Response:
+        status_now = selectors.sync_status(owner=None if request.user.is_staff else request.user)
+        return Response(SyncStatusSerializer(status_now).data)
 
 
 TOOL_REPLY = inline_serializer(
