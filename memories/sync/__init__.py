@@ -4,6 +4,7 @@
   transaction as the entry (`outbox.tasks_record`); workers claim, finish and release them.
 - `worker`: `SyncWorker`, which drains the outbox to Honcho through `memories.backends.honcho`
   with bounded retries, and `reconcile`, which compares the hub with Honcho.
+- `benchmark`: what sync costs a write (`manage.py sync_overhead`).
 
 `manage.py honcho_sync` runs the worker. The outbox is importable without the Honcho SDK; the worker
 is not, so only the command and its tests import it.

@@ -11,6 +11,7 @@ task is finished only if its revision is still the one claimed: a change made me
 pending for the next pass.
 """
 
+import functools
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,11 @@ _COLUMNS = (
 
 
 def _upsert_sql(rows: int) -> str:
+    return _upsert_sql_for(connection.vendor, rows)
+
+
+@functools.lru_cache(maxsize=8)
+def _upsert_sql_for(vendor: str, rows: int) -> str:
     quote = connection.ops.quote_name
     table = quote(SyncTask._meta.db_table)
     columns = ", ".join(quote(column) for column in _COLUMNS)

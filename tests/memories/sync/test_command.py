@@ -5,13 +5,14 @@ import os
 import signal
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from honcho_double import HonchoDouble
 from memories import services
 from memories.management.commands.honcho_sync import Command
-from memories.models import SyncTask
+from memories.models import MemoryEntry, SyncTask
 from memories.sync.worker import DrainReport
 from tests.memories.sync.conftest import waiting
 
@@ -91,3 +92,19 @@ def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix
     honcho_sync("--once")
     served_double.purge()
     assert honcho_sync("--reconcile").splitlines()[0] == "3 entries in the hub, 3 sessions in Honcho: 0 missing, 0 stale, 0 extra"
+
+
+def test_sync_overhead_prints_both_sides_and_leaves_nothing_behind(owner, settings):  # noqa: ANN001
+    settings.MEMORYHUB_HONCHO_SYNC = False
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    out = io.StringIO()
+
+    call_command("sync_overhead", "--writes", "20", "--block", "5", stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("20 puts with sync off and 20 with sync on (Honcho down: no worker), in alternating blocks of 5")
+    assert [line.split()[0] for line in lines[1:5]] == ["p50", "sync", "sync", "difference"]
+    assert lines[-1].startswith("outbox rows left by the puts with sync on: 20 ")
+    assert SyncTask.objects.count() == 0
+    assert list(MemoryEntry.objects.values_list("key", flat=True)) == ["editor"]
+    assert User.objects.filter(username__startswith="memoryhub-sync-bench-").count() == 0

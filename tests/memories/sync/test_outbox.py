@@ -16,10 +16,11 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_with_sync_off_writes_queue_nothing_and_make_no_extra_query(owner, django_assert_num_queries):  # noqa: ANN001
-    # 1. savepoint, 2. the locked read, 3. savepoint, 4. the insert, 5. its release, 6. the history row, 7. release
+    # 1. the transaction begins (a savepoint inside the test's), 2. the locked read, 3. a savepoint for the
+    # insert, 4. the insert, 5. its release, 6. the history row, 7. the transaction ends
     with django_assert_num_queries(7):
         services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
-    # 1. savepoint, 2. the locked read, 3. the update, 4. the history row, 5. release
+    # 1. the transaction begins, 2. the locked read, 3. the update, 4. the history row, 5. the transaction ends
     with django_assert_num_queries(5):
         services.entry_put(owner=owner, uid="alice", key="editor", value="helix")
     services.entry_delete(owner=owner, uid="alice", key="editor")
@@ -28,7 +29,7 @@ def test_with_sync_off_writes_queue_nothing_and_make_no_extra_query(owner, djang
 
 @pytest.mark.usefixtures("sync_on")
 def test_with_sync_on_a_write_costs_exactly_one_more_statement(owner, django_assert_num_queries):  # noqa: ANN001
-    # as with sync off, plus the task's INSERT ... ON CONFLICT
+    # as with sync off, plus the task's INSERT ... ON CONFLICT before the transaction ends
     with django_assert_num_queries(8):
         services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     with django_assert_num_queries(6):
