@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
@@ -66,7 +67,7 @@ class OverheadReport:
         return "\n".join(lines)
 
 
-def _timed_puts(owner, uid: str, first: int, count: int) -> list[float]:  # noqa: ANN001 - an account
+def _timed_puts(owner: AbstractBaseUser, uid: str, first: int, count: int) -> list[float]:
     samples = []
     for number in range(first, first + count):
         started = time.perf_counter()

@@ -48,33 +48,33 @@ def _upsert_sql(rows: int) -> str:
     return _upsert_sql_for(connection.vendor, rows)
 
 
+# What a new change brings to a task that exists: the entry's identity, latest operation and version.
+_TAKEN_FROM_THE_CHANGE = ("owner_id", "uid", "key", "operation", "version", "next_attempt_at", "updated_at")
+
+
 @functools.lru_cache(maxsize=8)
 def _upsert_sql_for(vendor: str, rows: int) -> str:
+    """The INSERT ... ON CONFLICT for `rows` tasks (the same text on SQLite and PostgreSQL).
+
+    On conflict the task turns pending with the next revision and no failed attempts; its claim is
+    kept; it stays pending since its oldest change not yet pushed. In SET, `table.column` is the
+    row as it was and `excluded.column` the row this change proposes.
+    """
     quote = connection.ops.quote_name
     table = quote(SyncTask._meta.db_table)
-    columns = ", ".join(quote(column) for column in _COLUMNS)
     one_row = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
     pending, done = SyncTask.Status.PENDING.value, SyncTask.Status.DONE.value
-
-    def column(name: str) -> str:
-        return quote(name)
-
-    # In SET, table.column is the row as it was and `excluded` the row proposed by this change.
+    assignments = [f"{quote(column)} = excluded.{quote(column)}" for column in _TAKEN_FROM_THE_CHANGE]
+    assignments += [
+        f"{quote('revision')} = {table}.{quote('revision')} + 1",
+        f"{quote('attempts')} = 0",
+        f"{quote('pending_since')} = CASE WHEN {table}.{quote('status')} = '{done}' "
+        f"THEN excluded.{quote('pending_since')} ELSE {table}.{quote('pending_since')} END",
+        f"{quote('status')} = '{pending}'",
+    ]
     return (
-        f"INSERT INTO {table} ({columns}) VALUES {', '.join([one_row] * rows)} "
-        f"ON CONFLICT ({column('session_id')}) DO UPDATE SET "
-        f"{column('owner_id')} = excluded.{column('owner_id')}, "
-        f"{column('uid')} = excluded.{column('uid')}, "
-        f"{column('key')} = excluded.{column('key')}, "
-        f"{column('operation')} = excluded.{column('operation')}, "
-        f"{column('version')} = excluded.{column('version')}, "
-        f"{column('revision')} = {table}.{column('revision')} + 1, "
-        f"{column('attempts')} = 0, "
-        f"{column('next_attempt_at')} = excluded.{column('next_attempt_at')}, "
-        f"{column('pending_since')} = CASE WHEN {table}.{column('status')} = '{done}' "
-        f"THEN excluded.{column('pending_since')} ELSE {table}.{column('pending_since')} END, "
-        f"{column('status')} = '{pending}', "
-        f"{column('updated_at')} = excluded.{column('updated_at')}"
+        f"INSERT INTO {table} ({', '.join(quote(column) for column in _COLUMNS)}) VALUES {', '.join([one_row] * rows)} "
+        f"ON CONFLICT ({quote('session_id')}) DO UPDATE SET {', '.join(assignments)}"
     )
 
 
@@ -165,6 +165,12 @@ def _held(task: ClaimedTask) -> QuerySet[SyncTask]:
 
 def _release(task: ClaimedTask) -> None:
     _held(task).update(claim_token="", lease_until=None)
+
+
+def task_hold(task: ClaimedTask, *, lease: timedelta, now: datetime) -> bool:
+    """Renew the claim just before pushing; False when another worker took the task meanwhile (this
+    pass's lease ran out while it pushed the tasks before), and this one must leave it alone."""
+    return bool(_held(task).update(lease_until=now + lease))
 
 
 def task_done(task: ClaimedTask, *, now: datetime) -> bool:

@@ -36,6 +36,7 @@ BACKOFF_CAP_SECONDS = 900.0
 # Retryable failures in a row that end a pass: Honcho is down or overloaded.
 FAILURES_IN_A_ROW_TO_STOP = 5
 # How long a claim holds a task: well beyond one push (at most 4 calls, each within HONCHO_TIMEOUT).
+# It is renewed just before each push, so a slow batch does not lose its later tasks to another worker.
 LEASE_MINIMUM_SECONDS = 60.0
 
 
@@ -137,6 +138,8 @@ class SyncWorker:
                     outbox.task_release(untried)
                 report.stopped_early = True
                 break
+            if not outbox.task_hold(task, lease=self.lease, now=self.clock()):
+                continue
             try:
                 self.push(task)
             except BackendError as error:

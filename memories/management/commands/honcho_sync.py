@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import close_old_connections
 from django.utils import timezone
 
 from memories.backends.base import BackendError
@@ -42,6 +43,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, once: bool, loop: bool, retry_failed: bool, reconcile: bool, fix: bool, interval: float | None, **options: Any) -> None:
         if fix and not reconcile:
             raise CommandError("--fix goes with --reconcile")
+        if interval is not None and interval <= 0:
+            raise CommandError(f"--interval must be greater than 0; got {interval:g}")
         if retry_failed:
             count = outbox.tasks_retry_failed(now=timezone.now())
             self.stdout.write(f"{count} failed task(s) queued again.")
@@ -83,10 +86,14 @@ class Command(BaseCommand):
         def request_stop(signum: int, frame: FrameType | None) -> None:
             stop.set()
 
-        previous = {number: signal.signal(number, request_stop) for number in (signal.SIGTERM, signal.SIGINT)} if threading.current_thread() is threading.main_thread() else {}
+        previous = {}
+        if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
+            previous = {number: signal.signal(number, request_stop) for number in (signal.SIGTERM, signal.SIGINT)}
         self.stdout.write(f"honcho_sync: draining every {interval:g} s; SIGTERM stops")
         try:
             while not stop.is_set():
+                # a long-lived process: drop a database connection that is too old or broken, as a request would
+                close_old_connections()
                 report = worker.drain()
                 if report.pushed or report.failed or report.superseded:
                     self.stdout.write(self.summary(report))

@@ -52,9 +52,12 @@ def test_the_command_refuses_to_run_without_honcho_configured(settings):  # noqa
         honcho_sync("--once")
     with pytest.raises(CommandError, match="--fix goes with --reconcile"):
         honcho_sync("--once", "--fix")
+    with pytest.raises(CommandError, match="--interval must be greater than 0; got 0"):
+        honcho_sync("--loop", "--interval", "0")
 
 
-def test_the_loop_drains_until_sigterm_and_then_stops_cleanly(db):  # noqa: ANN001
+@pytest.mark.django_db(transaction=True)  # the loop closes old database connections, as a long-lived process must
+def test_the_loop_drains_until_sigterm_and_then_stops_cleanly():
     class OneDrainThenSigterm:
         drains = 0
 

@@ -184,3 +184,13 @@ def test_entries_of_different_accounts_never_share_a_honcho_peer(owner, stranger
     authors = {session["metadata"]["mh_value"]: {message["peer_id"] for message in session["messages"]} for session in sessions}
     assert authors == {"vim": {peer_id(owner.pk, "alice")}, "emacs": {peer_id(stranger.pk, "alice")}}
     assert peer_id(owner.pk, "alice") != peer_id(stranger.pk, "alice")
+
+
+def test_a_task_another_worker_took_after_the_lease_ran_out_is_left_to_it(owner, honcho_double, worker, clock):  # noqa: ANN001
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    (slow,) = outbox.tasks_claim(limit=10, lease=worker.lease, now=clock())
+    clock.advance(seconds=worker.lease.total_seconds() + 1)  # this pass was slow: its lease ran out
+    (taken,) = outbox.tasks_claim(limit=10, lease=worker.lease, now=clock())
+
+    assert outbox.task_hold(slow, lease=worker.lease, now=clock()) is False
+    assert outbox.task_hold(taken, lease=worker.lease, now=clock()) is True
