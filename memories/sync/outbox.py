@@ -49,15 +49,15 @@ def _upsert_sql(rows: int) -> str:
 
 
 # What a new change brings to a task that exists: the entry's identity, latest operation and version.
-_TAKEN_FROM_THE_CHANGE = ("owner_id", "uid", "key", "operation", "version", "next_attempt_at", "updated_at")
+_TAKEN_FROM_THE_CHANGE = ("owner_id", "uid", "key", "operation", "version", "updated_at")
 
 
 @functools.lru_cache(maxsize=8)
 def _upsert_sql_for(vendor: str, rows: int) -> str:
     """The INSERT ... ON CONFLICT for `rows` tasks (the same text on SQLite and PostgreSQL).
 
-    On conflict the task turns pending with the next revision and no failed attempts; its claim is
-    kept; it stays pending since its oldest change not yet pushed. In SET, `table.column` is the
+    On conflict the task turns pending with the next revision and no failed attempts, due now (or
+    when it was already due); its claim is kept; it stays pending since its oldest change not yet pushed. In SET, `table.column` is the
     row as it was and `excluded.column` the row this change proposes.
     """
     quote = connection.ops.quote_name
@@ -68,6 +68,11 @@ def _upsert_sql_for(vendor: str, rows: int) -> str:
     assignments += [
         f"{quote('revision')} = {table}.{quote('revision')} + 1",
         f"{quote('attempts')} = 0",
+        # a task already due keeps its place in the queue (and its index entries: PostgreSQL can then
+        # update the row in place); one waiting out a backoff becomes due now
+        f"{quote('next_attempt_at')} = CASE WHEN {table}.{quote('status')} = '{pending}' "
+        f"AND {table}.{quote('next_attempt_at')} <= excluded.{quote('next_attempt_at')} "
+        f"THEN {table}.{quote('next_attempt_at')} ELSE excluded.{quote('next_attempt_at')} END",
         f"{quote('pending_since')} = CASE WHEN {table}.{quote('status')} = '{done}' "
         f"THEN excluded.{quote('pending_since')} ELSE {table}.{quote('pending_since')} END",
         f"{quote('status')} = '{pending}'",
@@ -135,14 +140,19 @@ def _claimable(now: datetime) -> Q:
     return Q(status=SyncTask.Status.PENDING, next_attempt_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
 
 
-def tasks_claim(*, limit: int, lease: timedelta, now: datetime) -> list[ClaimedTask]:
-    """Take up to `limit` due tasks for one pass, oldest due first; no other worker gets them until the lease ends."""
+def tasks_claim(*, limit: int, lease: timedelta, now: datetime, owner_id: int | None = None) -> list[ClaimedTask]:
+    """Take up to `limit` due tasks for one pass, oldest due first; no other worker gets them until the lease ends.
+
+    owner_id: only that account's tasks (the write benchmark's worker keeps to its own account).
+    """
     token = uuid.uuid4().hex
+    due = SyncTask.objects.filter(_claimable(now))
+    if owner_id is not None:
+        due = due.filter(owner_id=owner_id)
     with transaction.atomic():
         # 1. the candidates (rows another worker is claiming right now are skipped on PostgreSQL)
         candidates = list(
-            SyncTask.objects.select_for_update(skip_locked=True)
-            .filter(_claimable(now))
+            due.select_for_update(skip_locked=True)
             .order_by("next_attempt_at", "id")
             .values_list("id", flat=True)[:limit]
         )

@@ -98,7 +98,8 @@ class SyncWorker:
     """Drains the outbox through one HonchoStore (one worker per thread or process).
 
     clock and backoff are injectable so tests run without waiting; max_attempts defaults to
-    MEMORYHUB_SYNC_MAX_ATTEMPTS.
+    MEMORYHUB_SYNC_MAX_ATTEMPTS; owner_id keeps the worker to one account's tasks (for the write
+    benchmark, which must not touch anyone else's).
     """
 
     def __init__(
@@ -110,6 +111,7 @@ class SyncWorker:
         backoff: Backoff | None = None,
         clock: Callable[[], datetime] = timezone.now,
         failures_in_a_row_to_stop: int = FAILURES_IN_A_ROW_TO_STOP,
+        owner_id: int | None = None,
     ) -> None:
         self.store = store
         self.batch_size = batch_size
@@ -117,6 +119,7 @@ class SyncWorker:
         self.backoff = backoff or Backoff()
         self.clock = clock
         self.failures_in_a_row_to_stop = failures_in_a_row_to_stop
+        self.owner_id = owner_id
         self.lease = timedelta(seconds=max(LEASE_MINIMUM_SECONDS, 10 * store.config.timeout))
 
     def push(self, task: outbox.ClaimedTask) -> None:
@@ -130,7 +133,7 @@ class SyncWorker:
     def run_pass(self) -> DrainReport:
         """Claim one batch of due tasks and push each; stop early when Honcho keeps failing."""
         report = DrainReport()
-        tasks = outbox.tasks_claim(limit=self.batch_size, lease=self.lease, now=self.clock())
+        tasks = outbox.tasks_claim(limit=self.batch_size, lease=self.lease, now=self.clock(), owner_id=self.owner_id)
         failures_in_a_row = 0
         for position, task in enumerate(tasks):
             if failures_in_a_row >= self.failures_in_a_row_to_stop:
