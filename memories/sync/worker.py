@@ -13,6 +13,7 @@ handful of calls per pass, not one per task.
 """
 
 import logging
+import threading
 from random import Random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -166,18 +167,20 @@ class SyncWorker:
                 report.superseded += 1
         return report
 
-    def drain(self) -> DrainReport:
-        """Passes until nothing is due (tasks waiting out a backoff are not due) or a pass stops early.
+    def drain(self, stop: threading.Event | None = None) -> DrainReport:
+        """Passes until nothing is due (tasks waiting out a backoff are not due), a pass stops early,
+        or `stop` is set (checked between passes of at most batch_size tasks).
 
         The loop body of `honcho_sync --loop`, and all of `--once`.
         """
         report = DrainReport()
-        while True:
+        while stop is None or not stop.is_set():
             one_pass = self.run_pass()
             report.add(one_pass)
             tried = one_pass.pushed + one_pass.failed + one_pass.superseded
             if one_pass.stopped_early or tried == 0:
-                return report
+                break
+        return report
 
 
 # Reconciliation ---------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ class Command(BaseCommand):
 
     def loop(self, worker: SyncWorker, *, interval: float, stop: threading.Event | None = None) -> None:
         """Drain, wait `interval` seconds, again, until SIGTERM or SIGINT (or `stop` is set); a drain in
-        progress finishes its current pass first. Each drain's summary is printed when it did something."""
+        progress finishes its current batch first. Each drain's summary is printed when it did something."""
         stop = stop or threading.Event()
 
         def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -94,7 +94,7 @@ class Command(BaseCommand):
             while not stop.is_set():
                 # a long-lived process: drop a database connection that is too old or broken, as a request would
                 close_old_connections()
-                report = worker.drain()
+                report = worker.drain(stop)
                 if report.pushed or report.failed or report.superseded:
                     self.stdout.write(self.summary(report))
                 stop.wait(interval)

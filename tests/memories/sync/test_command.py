@@ -61,7 +61,7 @@ def test_the_loop_drains_until_sigterm_and_then_stops_cleanly():
     class OneDrainThenSigterm:
         drains = 0
 
-        def drain(self) -> DrainReport:
+        def drain(self, stop: object = None) -> DrainReport:
             self.drains += 1
             os.kill(os.getpid(), signal.SIGTERM)  # as a process manager stopping the service would
             return DrainReport(pushed=3)

@@ -1,5 +1,6 @@
 """The worker drains the outbox to Honcho (the double, through the real SDK) and loses nothing."""
 
+import threading
 from random import Random
 
 import pytest
@@ -194,3 +195,44 @@ def test_a_task_another_worker_took_after_the_lease_ran_out_is_left_to_it(owner,
 
     assert outbox.task_hold(slow, lease=worker.lease, now=clock()) is False
     assert outbox.task_hold(taken, lease=worker.lease, now=clock()) is True
+
+
+def test_a_new_change_to_an_entry_waiting_out_a_backoff_is_due_at_once(owner, honcho_double, worker, clock):  # noqa: ANN001
+    honcho_double.faults.fail_next.append(Fault.SERVER_ERROR)
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    assert worker.drain().retrying == 1
+    assert worker.drain().pushed == 0  # waiting out its backoff
+
+    services.entry_put(owner=owner, uid="alice", key="editor", value="emacs")
+    task = SyncTask.objects.get()
+    assert (task.attempts, task.next_attempt_at <= clock()) == (0, True)
+    assert worker.drain().pushed == 1
+    assert_honcho_mirrors_the_hub(honcho_double)
+
+
+def test_the_oldest_pending_change_keeps_its_age_until_it_is_pushed(owner, worker, clock):  # noqa: ANN001
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    first = SyncTask.objects.get()
+    services.entry_put(owner=owner, uid="alice", key="editor", value="emacs")
+    again = SyncTask.objects.get()
+    assert (again.pending_since, again.next_attempt_at) == (first.pending_since, first.next_attempt_at)
+
+    worker.drain()
+    services.entry_put(owner=owner, uid="alice", key="editor", value="helix")
+    assert SyncTask.objects.get().pending_since > first.pending_since
+
+
+def test_a_drain_asked_to_stop_finishes_its_batch_and_leaves_the_rest_queued(owner, make_worker):  # noqa: ANN001
+    for number in range(12):
+        services.entry_put(owner=owner, uid="alice", key=f"k{number}", value="v")
+    stop = threading.Event()
+    worker = make_worker(batch_size=5)
+    original_push = worker.push
+
+    def push_then_ask_to_stop(task) -> None:  # noqa: ANN001
+        original_push(task)
+        stop.set()  # SIGTERM arrives during the first batch
+
+    worker.push = push_then_ask_to_stop
+    assert worker.drain(stop).pushed == 5
+    assert waiting() == 7
