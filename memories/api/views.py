@@ -28,13 +28,6 @@ from memories.api.pagination import MemoryPagination
 from memories.backends import hub_status
 from memories.tool import TOOL_SCHEMA, run_tool
 
-
-def _info_sync(request: Request) -> dict:
-    if not settings.MEMORYHUB_HONCHO_SYNC:
-        return {"enabled": False}
-    status = selectors.sync_status(owner=request.user)
-    return {"enabled": True, "pending": status.pending, "failed": status.failed}
-
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
 
@@ -48,6 +41,14 @@ def _paginate(view: APIView, request: Request, queryset, serializer_class) -> Re
 def _write_response(result: services.PutResult) -> Response:
     code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
     return Response(EntrySerializer(result.entry).data, status=code)
+
+
+def _info_sync(request: Request) -> dict[str, bool | int]:
+    """Whether sync is on and, when it is, the account's waiting and failed changes (no query when off)."""
+    if not settings.MEMORYHUB_HONCHO_SYNC:
+        return {"enabled": False}
+    sync = selectors.sync_status(owner=request.user)
+    return {"enabled": True, "pending": sync.pending, "failed": sync.failed}
 
 
 class HubAPIView(APIView):
