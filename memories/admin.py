@@ -7,10 +7,12 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from memories import selectors, services
-from memories.models import MemoryEntry, MemoryEvent
+from memories.models import MemoryEntry, MemoryEvent, SyncTask
+from memories.sync import outbox
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 
@@ -130,3 +132,29 @@ class MemoryEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: MemoryEvent | None = None) -> bool:
         return False
+
+
+@admin.register(SyncTask)
+class SyncTaskAdmin(admin.ModelAdmin):
+    """The sync outbox, read-only, with one action: put failed tasks back in the queue."""
+
+    list_display = ["uid", "key", "operation", "status", "owner", "version", "attempts", "next_attempt_at", "pending_since", "last_error"]
+    list_filter = ["status", "operation"]
+    search_fields = ["uid", "key", "session_id", "last_error"]
+    list_select_related = ["owner"]
+    ordering = ["-updated_at"]
+    actions = ["retry_failed"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: SyncTask | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: SyncTask | None = None) -> bool:
+        return False
+
+    @admin.action(description="Retry the selected failed tasks")
+    def retry_failed(self, request: HttpRequest, queryset: QuerySet[SyncTask]) -> None:
+        queued = outbox.tasks_retry_failed(task_ids=queryset.values_list("id", flat=True), now=timezone.now())
+        self.message_user(request, f"{queued} failed task(s) queued again.", messages.SUCCESS)

@@ -3,6 +3,8 @@
 Entries are written only by memories.services; read them through memories.selectors.
 """
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -10,6 +12,16 @@ UID_MAX_LENGTH = 255
 KEY_MAX_LENGTH = 255
 KIND_MAX_LENGTH = 32
 DEFAULT_KIND = "preference"
+HONCHO_SESSION_ID_MAX_LENGTH = 64
+
+
+def new_honcho_session_id() -> str:
+    """A fresh id for the Honcho session that mirrors one entry: made once, when the entry is created.
+
+    Never derived from the key: after a delete, Honcho answers 404 for the old id until it purges
+    it, and a re-created key must not wait for that.
+    """
+    return f"mh-{uuid.uuid4().hex}"
 
 
 class MemoryEntry(models.Model):
@@ -24,6 +36,10 @@ class MemoryEntry(models.Model):
     created = models.DateTimeField()
     updated = models.DateTimeField()
     version = models.PositiveIntegerField(default=1)
+    # Kept across updates; a deleted and re-created key gets a new one. Filled whether sync is on or not.
+    honcho_session_id = models.CharField(
+        max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, default=new_honcho_session_id, editable=False
+    )
 
     class Meta:
         verbose_name = "memory entry"
@@ -88,3 +104,63 @@ class MemoryEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.uid}/{self.key} {self.action} v{self.version}"
+
+
+class SyncTask(models.Model):
+    """One entry's change waiting to be mirrored to Honcho: the sync outbox.
+
+    One row per Honcho session (one entry from creation to deletion), so several changes to an entry
+    collapse into one task, and the worker pushes the entry's current state (or deletes its session
+    when the entry is gone). Each new change bumps `revision`; a worker that pushed an older revision
+    leaves the task pending. Rows are written only by memories.sync.outbox.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        FAILED = "failed", "failed"
+        DONE = "done", "done"
+
+    class Operation(models.TextChoices):
+        UPSERT = "upsert", "upsert"
+        DELETE = "delete", "delete"
+
+    session_id = models.CharField(max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, help_text="The entry's Honcho session.")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="sync_tasks",
+        help_text="Empty for a session whose account no longer exists (found by a reconciliation).",
+    )
+    uid = models.CharField(max_length=UID_MAX_LENGTH)
+    key = models.CharField(max_length=KEY_MAX_LENGTH)
+    operation = models.CharField(max_length=8, choices=Operation.choices, help_text="The latest change: the worker pushes the entry as it is now.")
+    version = models.PositiveIntegerField(help_text="The entry's version at the latest change.")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    revision = models.PositiveIntegerField(default=1, help_text="Bumped by each change.")
+    attempts = models.PositiveIntegerField(default=0, help_text="Failed pushes of the current revision.")
+    next_attempt_at = models.DateTimeField()
+    pending_since = models.DateTimeField(help_text="When the oldest change not yet in Honcho was made.")
+    claim_token = models.CharField(max_length=64, blank=True, default="", help_text="The worker pass holding the task.")
+    lease_until = models.DateTimeField(null=True, blank=True, help_text="Another worker may take the task after this.")
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "sync task"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=["pending", "failed", "done"]), name="sync_task_status_valid"),
+            models.CheckConstraint(condition=models.Q(operation__in=["upsert", "delete"]), name="sync_task_operation_valid"),
+        ]
+        indexes = [
+            # the worker's claim: pending tasks that are due
+            models.Index(fields=["status", "next_attempt_at"], name="sync_task_due"),
+            # an account's status counts
+            models.Index(fields=["owner", "status"], name="sync_task_owner_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.operation} {self.uid}/{self.key} ({self.status})"

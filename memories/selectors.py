@@ -5,12 +5,15 @@ could show one account another's memories, except the all_accounts_* functions a
 take no owner, say so in their name, and serve staff only.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
+from django.utils import timezone
 
-from memories.models import MemoryEntry, MemoryEvent
+from memories.models import MemoryEntry, MemoryEvent, SyncTask
 
 
 def entry_get(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry | None:
@@ -111,4 +114,45 @@ def all_accounts_user_list(*, search: str | None = None) -> QuerySet:
         entries.values("owner__username", "uid")
         .annotate(entries=Count("id"), last_updated=Max("updated"))
         .order_by("-last_updated", "owner__username", "uid")
+    )
+
+
+@dataclass(frozen=True)
+class SyncStatus:
+    """The sync outbox as one account (or, for owner None, the whole hub) sees it."""
+
+    enabled: bool
+    scope: str  # "account" or "hub"
+    pending: int
+    failed: int
+    oldest_pending_seconds: float | None
+    last_success: datetime | None
+    last_error: str
+    last_error_at: datetime | None
+
+
+def sync_status(*, owner: AbstractBaseUser | None) -> SyncStatus:
+    """Pending and failed tasks, the age of the oldest pending change, the last push that worked and
+    the last error, of owner's entries, or of the whole hub when owner is None (the operator's view).
+    Two queries."""
+    tasks = SyncTask.objects.all() if owner is None else SyncTask.objects.filter(owner=owner)
+    # 1. counts, oldest pending change, last success
+    totals = tasks.aggregate(
+        pending=Count("id", filter=Q(status=SyncTask.Status.PENDING)),
+        failed=Count("id", filter=Q(status=SyncTask.Status.FAILED)),
+        oldest_pending=Min("pending_since", filter=Q(status=SyncTask.Status.PENDING)),
+        last_success=Max("done_at"),
+    )
+    # 2. the newest error
+    newest_error = tasks.exclude(last_error_at=None).order_by("-last_error_at").values("last_error", "last_error_at").first()
+    oldest_pending = totals["oldest_pending"]
+    return SyncStatus(
+        enabled=settings.MEMORYHUB_HONCHO_SYNC,
+        scope="hub" if owner is None else "account",
+        pending=totals["pending"],
+        failed=totals["failed"],
+        oldest_pending_seconds=round((timezone.now() - oldest_pending).total_seconds(), 3) if oldest_pending else None,
+        last_success=totals["last_success"],
+        last_error=newest_error["last_error"] if newest_error else "",
+        last_error_at=newest_error["last_error_at"] if newest_error else None,
     )

@@ -1,18 +1,22 @@
 """The one write path for entries.
 
 Every change to a MemoryEntry goes through a function here, in one transaction that also writes
-the entry's history (MemoryEvent). Views, the API, the admin, the tool endpoint and commands call
-these functions and nothing else to write.
+the entry's history (MemoryEvent) and, when sync is on, its sync task (`sync_outbox_record`).
+Views, the API, the admin, the tool endpoint and commands call these functions and nothing else
+to write.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories.backends.base import PROBE_USERNAME
-from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent
+from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent, SyncTask, new_honcho_session_id
+from memories.sync import outbox
 from memories.validation import check_key, check_kind, check_meta, check_uid, check_value
 
 
@@ -66,6 +70,20 @@ def _event(entry: MemoryEntry, *, action: str, actor: AbstractBaseUser | None, b
     )
 
 
+def sync_outbox_record(*, owner: AbstractBaseUser, entries: Sequence[MemoryEntry], deleted: bool = False) -> None:
+    """Queue these entries of `owner` for Honcho: call it in the transaction that changed them.
+
+    Every service that creates, changes or deletes entries calls this once, after writing them
+    (deleted=True when they are gone), with the entries as they are now. With sync off it returns at
+    once, with no query; with sync on it is one statement per 500 entries. The evaluation's probe
+    account is never mirrored.
+    """
+    if not settings.MEMORYHUB_HONCHO_SYNC or not entries or owner.get_username() == PROBE_USERNAME:
+        return
+    operation = SyncTask.Operation.DELETE if deleted else SyncTask.Operation.UPSERT
+    outbox.tasks_record(entries, operation=operation, now=timezone.now())
+
+
 def _snapshot(entry: MemoryEntry) -> MemoryEntry:
     return MemoryEntry(value=entry.value, kind=entry.kind, meta=entry.meta)
 
@@ -73,6 +91,7 @@ def _snapshot(entry: MemoryEntry) -> MemoryEntry:
 def _apply_change(
     entry: MemoryEntry,
     *,
+    owner: AbstractBaseUser,
     value: str | None,
     kind: str | None,
     meta: dict | None,
@@ -89,6 +108,7 @@ def _apply_change(
     entry.updated = timezone.now()
     entry.save(update_fields=["value", "kind", "meta", "version", "updated"])
     _event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before).save()
+    sync_outbox_record(owner=owner, entries=[entry])
     return PutResult(entry=entry, created=False, changed=True)
 
 
@@ -132,6 +152,7 @@ def entry_put(
                 created=now,
                 updated=now,
                 version=1,
+                honcho_session_id=new_honcho_session_id(),
             )
             try:
                 with transaction.atomic():
@@ -144,8 +165,9 @@ def entry_put(
                     raise
             else:
                 _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
+                sync_outbox_record(owner=owner, entries=[entry])
                 return PutResult(entry=entry, created=True, changed=True)
-        return _apply_change(entry, value=value, kind=kind, meta=meta, actor=actor)
+        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
 
 
 def entry_update(
@@ -171,7 +193,7 @@ def entry_update(
         if entry is None and expected_version is None:
             raise EntryNotFound(f"{uid}/{key}")
         _check_expected(entry, expected_version)
-        return _apply_change(entry, value=value, kind=kind, meta=meta, actor=actor)
+        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
 
 
 def entry_delete(
@@ -189,6 +211,7 @@ def entry_delete(
         if entry is None:
             return None
         _event(entry, action=MemoryEvent.Action.DELETE, actor=actor, before=entry).save()
+        sync_outbox_record(owner=owner, entries=[entry], deleted=True)
         entry.delete()
         return entry
 
@@ -202,6 +225,7 @@ def user_forget(*, owner: AbstractBaseUser, uid: str, actor: AbstractBaseUser | 
         MemoryEvent.objects.bulk_create(
             _event(entry, action=MemoryEvent.Action.DELETE, actor=actor, before=entry) for entry in entries
         )
+        sync_outbox_record(owner=owner, entries=entries, deleted=True)
         MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
         return len(entries)
 
@@ -256,6 +280,7 @@ def entry_restore(*, owner: AbstractBaseUser, uid: str, key: str, actor: Abstrac
             created=creation or now,
             updated=now,
             version=deletion.version + 1,
+            honcho_session_id=new_honcho_session_id(),
         )
         try:
             with transaction.atomic():
@@ -264,4 +289,5 @@ def entry_restore(*, owner: AbstractBaseUser, uid: str, key: str, actor: Abstrac
             # A concurrent writer created (uid, key) after our check (possible on PostgreSQL).
             raise EntryExists(f"{uid}/{key}") from None
         _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
+        sync_outbox_record(owner=owner, entries=[entry])
         return entry

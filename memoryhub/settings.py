@@ -212,6 +212,14 @@ HONCHO_API_KEY = os.environ.get("HONCHO_API_KEY", "").strip()
 HONCHO_WORKSPACE_ID = os.environ.get("HONCHO_WORKSPACE_ID", "").strip() or "memoryhub"
 HONCHO_TIMEOUT = envfloat("HONCHO_TIMEOUT", 5.0)
 
+# Sync (optional, off by default): every change mirrored to Honcho through an outbox drained by
+# `manage.py honcho_sync`. On without Honcho configured is a mistake caught here, not at the first write.
+MEMORYHUB_HONCHO_SYNC = envbool("MEMORYHUB_HONCHO_SYNC", False)
+if MEMORYHUB_HONCHO_SYNC and not (HONCHO_URL or HONCHO_API_KEY):
+    raise ImproperlyConfigured("MEMORYHUB_HONCHO_SYNC=on needs Honcho configured: set HONCHO_URL (self-hosted) or HONCHO_API_KEY (cloud)")
+MEMORYHUB_SYNC_MAX_ATTEMPTS = envint("MEMORYHUB_SYNC_MAX_ATTEMPTS", 20, minimum=1)
+MEMORYHUB_SYNC_POLL_SECONDS = envfloat("MEMORYHUB_SYNC_POLL_SECONDS", 5.0)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",

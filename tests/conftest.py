@@ -82,3 +82,15 @@ def staff_client(staff: User) -> Client:
     client = Client()
     client.force_login(staff)
     return client
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory) -> None:  # noqa: ANN001
+    """On SQLite, test in a database file rather than shared memory, so that tests with several
+    connections at once (sync workers in threads) lock as the hub does: waiting on the busy timeout,
+    where shared memory fails at once with "database table is locked"."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")

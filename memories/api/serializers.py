@@ -98,10 +98,28 @@ class CountsSerializer(serializers.Serializer):
     users = serializers.IntegerField()
 
 
+class SyncStatusSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField(help_text="Whether writes are mirrored to Honcho (MEMORYHUB_HONCHO_SYNC).")
+    scope = serializers.ChoiceField(choices=["account", "hub"], help_text="account: this account's entries; hub: every account's (staff).")
+    pending = serializers.IntegerField(help_text="Changes waiting to be pushed.")
+    failed = serializers.IntegerField(help_text="Changes parked after an error that will not pass by waiting; retried by hand.")
+    oldest_pending_seconds = serializers.FloatField(allow_null=True, help_text="Age of the oldest change not yet in Honcho.")
+    last_success = serializers.DateTimeField(allow_null=True, help_text="When a push last worked.")
+    last_error = serializers.CharField(allow_blank=True)
+    last_error_at = serializers.DateTimeField(allow_null=True)
+
+
+class InfoSyncSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    pending = serializers.IntegerField(required=False, help_text="The account's changes waiting (when enabled).")
+    failed = serializers.IntegerField(required=False, help_text="The account's failed changes (when enabled).")
+
+
 class InfoSerializer(serializers.Serializer):
     backend = serializers.CharField()
     cloud = serializers.BooleanField()
     available = serializers.BooleanField()
     reason = serializers.CharField()
     counts = CountsSerializer()
+    sync = InfoSyncSerializer()
     version = serializers.CharField()

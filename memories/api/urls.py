@@ -30,6 +30,7 @@ urlpatterns = [
         name="memory-detail",
     ),
     re_path(r"^info/?$", views.InfoView.as_view(), name="info"),
+    re_path(r"^sync/status/?$", views.SyncStatusView.as_view(), name="sync-status"),
     re_path(r"^tool/schema/?$", views.ToolSchemaView.as_view(), name="tool-schema"),
     re_path(r"^tool/?$", views.ToolView.as_view(), name="tool"),
 ]

@@ -21,6 +21,7 @@ from memories.api.serializers import (
     EventSerializer,
     ForgetSerializer,
     InfoSerializer,
+    SyncStatusSerializer,
     UserSummarySerializer,
 )
 from memories.api.conditional import ETAG_HEADER, IF_MATCH_PARAMETER, if_match_version, with_etag
@@ -43,6 +44,14 @@ def _paginate(view: APIView, request: Request, queryset, serializer_class) -> Re
 def _write_response(result: services.PutResult) -> Response:
     code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
     return with_etag(Response(EntrySerializer(result.entry).data, status=code), result.entry)
+
+
+def _info_sync(request: Request) -> dict[str, bool | int]:
+    """Whether sync is on and, when it is, the account's waiting and failed changes (no query when off)."""
+    if not settings.MEMORYHUB_HONCHO_SYNC:
+        return {"enabled": False}
+    sync = selectors.sync_status(owner=request.user)
+    return {"enabled": True, "pending": sync.pending, "failed": sync.failed}
 
 
 class HubAPIView(APIView):
@@ -210,9 +219,22 @@ class InfoView(HubAPIView):
                 "available": backend.available,
                 "reason": backend.reason,
                 "counts": selectors.owner_counts(owner=request.user),
+                "sync": _info_sync(request),
                 "version": settings.VERSION,
             }
         )
+
+
+@extend_schema(tags=["hub"])
+class SyncStatusView(HubAPIView):
+    @extend_schema(
+        summary="Sync to Honcho: pending and failed changes, the oldest pending's age, the last success and error",
+        description="An account sees its own entries' changes; a staff account sees the whole hub's.",
+        responses=SyncStatusSerializer,
+    )
+    def get(self, request: Request) -> Response:
+        status_now = selectors.sync_status(owner=None if request.user.is_staff else request.user)
+        return Response(SyncStatusSerializer(status_now).data)
 
 
 TOOL_REPLY = inline_serializer(
