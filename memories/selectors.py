@@ -4,10 +4,17 @@ Every function takes the owner and returns only that account's rows: there is no
 could show one account another's memories.
 """
 
+from collections.abc import Iterator
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, QuerySet
 
+from memories import search
 from memories.models import MemoryEntry, MemoryEvent
+
+MATCH_RANKED = "ranked"
+MATCH_SUBSTRING = "substring"
+MATCH_MODES = (MATCH_RANKED, MATCH_SUBSTRING)
 
 
 def entry_get(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry | None:
@@ -24,12 +31,25 @@ def entry_list(*, owner: AbstractBaseUser, uid: str, kind: str | None = None) ->
 
 
 def entry_find(
-    *, owner: AbstractBaseUser, uid: str, query_text: str, kind: str | None = None
+    *,
+    owner: AbstractBaseUser,
+    uid: str,
+    query_text: str,
+    kind: str | None = None,
+    match: str = MATCH_RANKED,
 ) -> QuerySet[MemoryEntry]:
-    """One user's entries whose key or value holds query_text, case-insensitively, newest first."""
-    return entry_list(owner=owner, uid=uid, kind=kind).filter(
-        Q(key__icontains=query_text) | Q(value__icontains=query_text)
-    )
+    """One user's entries whose key or value holds query_text, case-insensitively.
+
+    match=MATCH_RANKED (the default) uses the full-text index: best match first, then newest.
+    Query texts of 1 or 2 characters, and match=MATCH_SUBSTRING, scan instead, newest first.
+    Either way every entry that holds query_text is found.
+    """
+    entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
+    if kind:
+        entries = entries.filter(kind=kind)
+    if match == MATCH_RANKED and len(query_text) >= search.MIN_INDEXED_LENGTH:
+        return search.ranked(entries, query_text)
+    return entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
 
 
 def user_list(*, owner: AbstractBaseUser, search: str | None = None) -> QuerySet:
@@ -64,3 +84,16 @@ def owner_counts(*, owner: AbstractBaseUser) -> dict[str, int]:
     """How many entries and distinct uids the account holds."""
     totals = MemoryEntry.objects.filter(owner=owner).aggregate(entries=Count("id"), users=Count("uid", distinct=True))
     return {"entries": totals["entries"], "users": totals["users"]}
+
+
+EXPORT_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "created", "updated", "version")
+
+
+def entry_export_rows(*, owner: AbstractBaseUser | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
+    """Every entry as a tuple of EXPORT_FIELDS, streamed in (owner, uid, key) order.
+
+    For operators' backups (manage.py export_memories): owner=None reads every account's entries,
+    which no API route may do.
+    """
+    entries = MemoryEntry.objects.all() if owner is None else MemoryEntry.objects.filter(owner=owner)
+    return entries.order_by("owner_id", "uid", "key").values_list(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)

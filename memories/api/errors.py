@@ -6,7 +6,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from memories.services import EntryNotFound, VersionConflict
+from memories.services import BatchRejected, EntryNotFound, VersionConflict
 from memories.validation import InvalidField
 
 
@@ -19,6 +19,8 @@ class PreconditionFailed(exceptions.APIException):
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, InvalidField):
         exc = exceptions.ValidationError({exc.field: [exc.message]})
+    elif isinstance(exc, BatchRejected):
+        exc = exceptions.ValidationError({"operations": exc.errors})
     elif isinstance(exc, EntryNotFound):
         exc = exceptions.NotFound()
     elif isinstance(exc, VersionConflict):
