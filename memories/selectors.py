@@ -44,11 +44,11 @@ def entry_find(
     Query texts of 1 or 2 characters, and match=MATCH_SUBSTRING, scan instead, newest first.
     Either way every entry that holds query_text is found.
     """
+    if match == MATCH_RANKED and len(query_text) >= search.MIN_INDEXED_LENGTH:
+        return search.ranked(owner_id=owner.pk, uid=uid, kind=kind, query_text=query_text)
     entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
     if kind:
         entries = entries.filter(kind=kind)
-    if match == MATCH_RANKED and len(query_text) >= search.MIN_INDEXED_LENGTH:
-        return search.ranked(entries, query_text)
     return entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
 
 

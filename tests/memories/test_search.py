@@ -1,10 +1,11 @@
 """Ranked full-text search: what an agent or a person sees when they query one user's memories."""
 
 import pytest
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memories import selectors, services
+from memories import search, selectors, services
 
 
 def _put(owner, key: str, value: str, uid: str = "alice") -> None:  # noqa: ANN001
@@ -116,3 +117,21 @@ def test_the_index_finds_every_entry_that_the_substring_scan_finds(owner, values
     ranked = _found_keys(owner, query_text, uid="prop")
     assert scanned <= set(ranked)
     assert len(ranked) == len(set(ranked))
+
+
+def test_the_kind_filter_narrows_ranked_results(owner):
+    services.entry_put(owner=owner, uid="alice", key="drink", value="green tea", kind="fact")
+    services.entry_put(owner=owner, uid="alice", key="wish", value="more green tea", kind="preference")
+    assert _found_keys(owner, "green", kind="fact") == ["drink"]
+
+
+def test_a_query_held_by_many_entries_in_the_hub_lists_them_newest_first(owner, stranger, monkeypatch):
+    monkeypatch.setattr(search, "RANK_ALL_LIMIT", 2)
+    _put(owner, "python", "a language")
+    _put(owner, "notes", "python once among many other words")
+    _put(stranger, "other", "python too")
+    found = _found_keys(owner, "python")
+    if connection.vendor == "sqlite":
+        assert found == ["notes", "python"]
+    else:
+        assert found == ["python", "notes"]
