@@ -7,7 +7,7 @@ PORT   ?= 8000
 # The secret key: the environment's if set, else one kept in data/secret_key (made on first run).
 WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 
-.PHONY: run test install install-dev migrate clean
+.PHONY: run test install install-dev migrate clean benchmark
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ run: migrate
 
 test: $(VENV)/.installed-dev
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
+
+# The speed targets, measured on a fresh SQLite database in a temporary folder (a few minutes at
+# the default size); writes docs/BENCHMARKS.md. `make benchmark ENTRIES=100000` for a quicker run.
+ENTRIES ?= 1000000
+USERS   ?= 10
+benchmark: $(VENV)/.installed
+	SECRET_KEY="$${SECRET_KEY:-benchmark-only-not-secret}" $(PY) manage.py benchmark --entries $(ENTRIES) --users $(USERS) --report docs/BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache
