@@ -4,8 +4,8 @@ SQLite: an FTS5 table with the trigram tokenizer (case-insensitive substrings of
 characters) whose content is the entry table itself, kept in step by triggers, so every write that
 touches an entry updates the index in the same transaction, whichever service made it.
 
-PostgreSQL: an expression GIN index over to_tsvector('simple', key || ' ' || value) for ranked word
-search, and pg_trgm GIN indexes over key and value so the substring (ILIKE) half of a query is
+PostgreSQL: an expression GIN index over the words of key (weight A) and value (weight D) for
+ranked word search, and pg_trgm GIN indexes over key and value so the substring (ILIKE) half of a query is
 indexed too. Both are computed from the row, so no trigger is needed.
 """
 
@@ -53,7 +53,7 @@ POSTGRES_FORWARD = [
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     """
     CREATE INDEX memory_entry_search_words ON memories_memoryentry
-    USING GIN (to_tsvector('simple'::regconfig, key || ' ' || value))
+    USING GIN ((setweight(to_tsvector('simple'::regconfig, key), 'A') || setweight(to_tsvector('simple'::regconfig, value), 'D')))
     """,
     "CREATE INDEX memory_entry_key_trgm ON memories_memoryentry USING GIN (key gin_trgm_ops)",
     "CREATE INDEX memory_entry_value_trgm ON memories_memoryentry USING GIN (value gin_trgm_ops)",
