@@ -147,3 +147,31 @@ def test_the_import_finds_imported_entries_through_search(owner, tmp_path: Path)
     _write_file(source, [{"owner": "owner", "uid": "alice", "key": "drink", "value": "green tea"}])
     call_command("import_memories", str(source))
     assert [entry.key for entry in selectors.entry_find(owner=owner, uid="alice", query_text="green")] == ["drink"]
+
+
+def test_an_export_to_standard_output_reads_back(owner, stranger, tmp_path: Path, capfdbinary):
+    _seed(owner, stranger)
+    before = _snapshot()
+    call_command("export_memories", "-")
+    backup = tmp_path / "from-stdout.jsonl"
+    backup.write_bytes(capfdbinary.readouterr().out)
+    MemoryEntry.objects.all().delete()
+    call_command("import_memories", str(backup))
+    assert _snapshot() == before
+
+
+def test_a_file_of_another_format_version_is_refused(owner, tmp_path: Path):
+    source = tmp_path / "future.jsonl"
+    source.write_text('{"format": "memoryhub.memories", "format_version": 2, "count": 0, "sha256": ""}\n')
+    with pytest.raises(CommandError, match="format_version 2"):
+        call_command("import_memories", str(source))
+
+
+def test_later_lines_for_the_same_entry_win_across_and_within_chunks(owner, tmp_path: Path, capsys):
+    source = tmp_path / "repeats.jsonl"
+    _write_file(source, [{"owner": "owner", "uid": "alice", "key": "k", "value": f"v{number}"} for number in range(5)])
+    call_command("import_memories", str(source), chunk_size=2)
+    entry = selectors.entry_get(owner=owner, uid="alice", key="k")
+    assert entry.value == "v4"
+    actions = [event.action for event in selectors.entry_history(owner=owner, uid="alice", key="k")]
+    assert actions[-1] == "create" and set(actions[:-1]) == {"update"}
