@@ -207,6 +207,8 @@ def user_forget(*, owner: AbstractBaseUser, uid: str, actor: AbstractBaseUser | 
 
 
 BATCH_MAX_OPERATIONS = 500
+# The largest version a PositiveIntegerField holds on every database.
+IMPORT_MAX_VERSION = 2_147_483_647
 # Keys looked up per query when an import checks which entries exist.
 IMPORT_LOOKUP_SIZE = 500
 
@@ -363,9 +365,11 @@ def _check_import_record(record: ImportRecord) -> None:
     if record.created and record.updated and record.created > record.updated:
         raise InvalidField("created", "must not be later than updated.")
     if record.version is not None and (
-        isinstance(record.version, bool) or not isinstance(record.version, int) or record.version < 1
+        isinstance(record.version, bool)
+        or not isinstance(record.version, int)
+        or not 1 <= record.version <= IMPORT_MAX_VERSION
     ):
-        raise InvalidField("version", "must be a whole number of at least 1.")
+        raise InvalidField("version", f"must be a whole number from 1 to {IMPORT_MAX_VERSION}.")
 
 
 def _existing_entries(*, owner: AbstractBaseUser, identities: list[tuple[str, str]], lock: bool) -> dict:
@@ -397,7 +401,7 @@ def _bulk_insert(table: str, columns: tuple[str, ...], rows: list[tuple]) -> Non
 
     The import's hot path: building model instances and converting each value through its field,
     as bulk_create does, took most of an import's time; here only datetimes and JSON are converted
-    (by _import_rows), once.
+    (by entries_import), once.
     """
     connection = transaction.get_connection()
     quote = connection.ops.quote_name

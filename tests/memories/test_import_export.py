@@ -112,14 +112,16 @@ def test_invalid_lines_are_refused_by_line_and_field_and_the_rest_imported(owner
             {"owner": "owner", "uid": "alice", "key": "k" * 300, "value": "key too long"},
             {"owner": "owner", "uid": "alice", "key": "when", "value": "v", "updated": "yesterday"},
             {"owner": "nobody", "uid": "alice", "key": "whose", "value": "v"},
+            {"owner": "owner", "uid": "alice", "key": "huge", "value": "v", "version": 2**40},
         ],
     )
-    with pytest.raises(CommandError, match="3 entries were refused"):
+    with pytest.raises(CommandError, match="4 entries were refused"):
         call_command("import_memories", str(source))
     out = capsys.readouterr().out
     assert "line 3: key: must be at most 255 characters" in out
     assert "line 4: updated:" in out
     assert "line 5: owner: no account named 'nobody'" in out
+    assert "line 6: version: must be a whole number from 1 to 2147483647" in out
     assert [entry.key for entry in selectors.entry_list(owner=owner, uid="alice")] == ["ok"]
 
 
