@@ -117,8 +117,7 @@ RAW_GET = (
     "WHERE owner_id = ? AND uid = ? AND key = ?"
 )
 RAW_PROBE = (
-    "SELECT count(*) FROM (SELECT key, value FROM memories_memoryentry WHERE owner_id = ? AND uid = ? "
-    "ORDER BY updated DESC LIMIT ?) WHERE key LIKE ? ESCAPE '\\' OR value LIKE ? ESCAPE '\\'"
+    "SELECT count(*) FROM (SELECT rowid FROM memories_memoryentry_fts WHERE memories_memoryentry_fts MATCH ? LIMIT ?)"
 )
 RAW_QUERY_NEWEST = (
     "SELECT id, key, value FROM memories_memoryentry WHERE owner_id = ? AND uid = ? "
@@ -158,10 +157,9 @@ def raw_floor(database: Path, *, owner_id: int, uid: str, per_user: int, samples
         link.execute("COMMIT")
 
     def query(word: str) -> list:
-        # As memories.search does: look at the newest entries, then walk them or rank every match.
-        probe = (owner_id, uid, search.COMMON_WINDOW, f"%{word}%", f"%{word}%")
-        (matches,) = link.execute(RAW_PROBE, probe).fetchone()
-        if matches >= search.COMMON_MATCHES:
+        # As memories.search does: probe the index, then rank the matches or walk the newest.
+        (matches,) = link.execute(RAW_PROBE, (f'"{word}"', search.RANK_ALL_LIMIT + 1)).fetchone()
+        if matches > search.RANK_ALL_LIMIT:
             return link.execute(RAW_QUERY_NEWEST, (owner_id, uid, f"%{word}%", f"%{word}%", QUERY_LIMIT)).fetchall()
         return link.execute(RAW_QUERY, (owner_id, uid, f'"{word}"', QUERY_LIMIT)).fetchall()
 

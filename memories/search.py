@@ -8,12 +8,18 @@ substring scan finds is found, and ties in relevance go to the most recently upd
 
 Query texts shorter than MIN_INDEXED_LENGTH cannot use a trigram index; the selector scans for those.
 
-On SQLite, a query text that many of the user's newest entries hold (at least COMMON_MATCHES of
-the newest COMMON_WINDOW: a common word for them) is not ranked: scoring every match costs a pass
-over all of them in the whole hub (0.4 to 0.6 s for a word in one entry in eight of 1,000,000),
-and among that many matches relevance barely tells them apart. Those matches come newest first,
-found by walking the user's entries from the newest, which stops as soon as a page is full. The
-check reads only the user's own entries, so what other accounts hold never changes the order.
+On SQLite, a query text that more than RANK_ALL_LIMIT entries of the whole hub hold (a common word)
+is not ranked: scoring every match costs a pass over all of them (0.4 s for a word in one entry
+in eight of 1,000,000), and among that many matches relevance barely tells them apart. Those
+matches come newest first, found by walking the user's entries from the newest, which stops as
+soon as a page is full. A probe of the index, bounded by RANK_ALL_LIMIT, decides which way to go.
+
+The probe counts matches in the whole hub, so whether a text is held by more than RANK_ALL_LIMIT
+entries of all accounts together decides the order a caller sees; never any entry, count or
+account, only that aggregate, which the time of any query on a shared index gives away as well.
+Deciding from the user's own newest entries instead was tried: a common word absent from the
+user's latest writes then fell to ranking every match in the hub, 1.4 s at 1,000,000 entries.
+A per-account index would remove both.
 """
 
 from django.db import connection
@@ -22,8 +28,7 @@ from django.db.models import Q, QuerySet
 from memories.models import MemoryEntry
 
 MIN_INDEXED_LENGTH = 3
-COMMON_WINDOW = 1000
-COMMON_MATCHES = 50
+RANK_ALL_LIMIT = 2000
 FTS_TABLE = "memories_memoryentry_fts"
 ENTRY_TABLE = MemoryEntry._meta.db_table
 # bm25 weights per FTS column (key, value): a query found in the key ranks above one found in the value.
@@ -35,18 +40,15 @@ def fts_phrase(query_text: str) -> str:
     return '"' + query_text.replace('"', '""') + '"'
 
 
-def is_common(*, owner_id: int, uid: str, query_text: str) -> bool:
-    """Whether at least COMMON_MATCHES of the user's newest COMMON_WINDOW entries hold query_text (SQLite)."""
-    pattern = _like_pattern(query_text)
+def is_common(query_text: str) -> bool:
+    """Whether more than RANK_ALL_LIMIT entries in the hub hold query_text (SQLite; reads at most that many)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT count(*) FROM (SELECT key, value FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s "
-            f"ORDER BY updated DESC LIMIT %s) AS newest "
-            f"WHERE key LIKE %s ESCAPE '\\' OR value LIKE %s ESCAPE '\\'",
-            [owner_id, uid, COMMON_WINDOW, pattern, pattern],
+            f"SELECT count(*) FROM (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s LIMIT %s)",
+            [fts_phrase(query_text), RANK_ALL_LIMIT + 1],
         )
         (matches,) = cursor.fetchone()
-    return matches >= COMMON_MATCHES
+    return matches > RANK_ALL_LIMIT
 
 
 def _like_pattern(query_text: str) -> str:
@@ -74,7 +76,7 @@ def ranked(*, owner_id: int, uid: str, kind: str | None, query_text: str) -> Que
             params=[query_text, pattern, pattern],
             order_by=["-relevance", "-updated", "-id"],
         )
-    if is_common(owner_id=owner_id, uid=uid, query_text=query_text):
+    if is_common(query_text):
         entries = MemoryEntry.objects.filter(owner_id=owner_id, uid=uid)
         if kind:
             entries = entries.filter(kind=kind)
