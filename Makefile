@@ -13,7 +13,7 @@ TIMEOUT ?= 30
 # The access log leaves out query strings: a search's text (?q=...) is the agent's, not the log's.
 ACCESS_LOG_FORMAT := %(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(L)ss
 
-.PHONY: run serve test install install-dev migrate clean screenshots
+.PHONY: run serve test install install-dev migrate clean screenshots benchmark
 
 $(VENV)/.installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,13 @@ test: $(VENV)/.installed-dev $(CHROMIUM)
 screenshots: $(VENV)/.installed-dev $(CHROMIUM)
 	MEMORYHUB_SCREENSHOTS_DIR=docs/screenshots SECRET_KEY=test-only-not-secret \
 		$(VENV)/bin/pytest tests/browser/test_screenshots.py
+
+# The speed targets, measured on a fresh SQLite database in a temporary folder (a few minutes at
+# the default size); writes docs/BENCHMARKS.md. `make benchmark ENTRIES=100000` for a quicker run.
+ENTRIES ?= 1000000
+USERS   ?= 10
+benchmark: $(VENV)/.installed
+	SECRET_KEY="$${SECRET_KEY:-benchmark-only-not-secret}" $(PY) manage.py benchmark --entries $(ENTRIES) --users $(USERS) --report docs/BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache

@@ -5,6 +5,7 @@ could show one account another's memories, except the all_accounts_* functions a
 take no owner, say so in their name, and serve staff only.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,7 +14,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
+from memories import search
 from memories.models import MemoryEntry, MemoryEvent, SyncTask
+
+MATCH_RANKED = "ranked"
+MATCH_SUBSTRING = "substring"
+MATCH_MODES = (MATCH_RANKED, MATCH_SUBSTRING)
 
 
 def entry_get(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry | None:
@@ -30,12 +36,25 @@ def entry_list(*, owner: AbstractBaseUser, uid: str, kind: str | None = None) ->
 
 
 def entry_find(
-    *, owner: AbstractBaseUser, uid: str, query_text: str, kind: str | None = None
+    *,
+    owner: AbstractBaseUser,
+    uid: str,
+    query_text: str,
+    kind: str | None = None,
+    match: str = MATCH_RANKED,
 ) -> QuerySet[MemoryEntry]:
-    """One user's entries whose key or value holds query_text, case-insensitively, newest first."""
-    return entry_list(owner=owner, uid=uid, kind=kind).filter(
-        Q(key__icontains=query_text) | Q(value__icontains=query_text)
-    )
+    """One user's entries whose key or value holds query_text, case-insensitively.
+
+    match=MATCH_RANKED (the default) uses the full-text index: best match first, then newest.
+    Query texts of 1 or 2 characters, and match=MATCH_SUBSTRING, scan instead, newest first.
+    Either way every entry that holds query_text is found.
+    """
+    if match == MATCH_RANKED and len(query_text) >= search.MIN_INDEXED_LENGTH:
+        return search.ranked(owner_id=owner.pk, uid=uid, kind=kind, query_text=query_text)
+    entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
+    if kind:
+        entries = entries.filter(kind=kind)
+    return entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
 
 
 def user_list(*, owner: AbstractBaseUser, search: str | None = None) -> QuerySet:
@@ -156,3 +175,16 @@ def sync_status(*, owner: AbstractBaseUser | None) -> SyncStatus:
         last_error=newest_error["last_error"] if newest_error else "",
         last_error_at=newest_error["last_error_at"] if newest_error else None,
     )
+
+
+EXPORT_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "created", "updated", "version")
+
+
+def entry_export_rows(*, owner: AbstractBaseUser | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
+    """Every entry as a tuple of EXPORT_FIELDS, streamed in (owner, uid, key) order.
+
+    For operators' backups (manage.py export_memories): owner=None reads every account's entries,
+    which no API route may do.
+    """
+    entries = MemoryEntry.objects.all() if owner is None else MemoryEntry.objects.filter(owner=owner)
+    return entries.order_by("owner_id", "uid", "key").values_list(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)

@@ -6,7 +6,6 @@ Each check raises InvalidField, whose message names the field and the limit, so 
 
 import json
 import re
-import unicodedata
 from typing import Any
 
 from django.conf import settings
@@ -26,9 +25,15 @@ class InvalidField(ValueError):
         self.message = message
 
 
+# Lone surrogates (category Cs) cannot be encoded as UTF-8 and NUL cannot be stored in PostgreSQL text.
+UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+# Control characters (category Cc) and lone surrogates (Cs): a regular expression is many times
+# faster than asking unicodedata.category about each character, which matters on the import's hot path.
+IDENTIFIER_FORBIDDEN_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
 def _has_unstorable_characters(text: str) -> bool:
-    # Lone surrogates cannot be encoded as UTF-8 and NUL cannot be stored in PostgreSQL text.
-    return any(unicodedata.category(char) == "Cs" or char == "\x00" for char in text)
+    return UNSTORABLE_CHARACTERS.search(text) is not None
 
 
 def _check_identifier(field: str, text: Any, max_length: int) -> str:
@@ -38,7 +43,7 @@ def _check_identifier(field: str, text: Any, max_length: int) -> str:
         raise InvalidField(field, f"must not be empty (1 to {max_length} characters).")
     if len(text) > max_length:
         raise InvalidField(field, f"must be at most {max_length} characters; got {len(text)}.")
-    if any(unicodedata.category(char) in ("Cc", "Cs") for char in text):
+    if IDENTIFIER_FORBIDDEN_CHARACTERS.search(text):
         raise InvalidField(field, "must not contain control characters.")
     return text
 

@@ -7,7 +7,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from memories.services import EntryExists, EntryNotFound, VersionConflict
+from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import InvalidField
 
 
@@ -36,6 +36,8 @@ ENTRY_EXISTS = OpenApiResponse(ErrorDetailSerializer, description="The entry exi
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, InvalidField):
         exc = exceptions.ValidationError({exc.field: [exc.message]})
+    elif isinstance(exc, BatchRejected):
+        exc = exceptions.ValidationError({"operations": exc.errors})
     elif isinstance(exc, EntryNotFound):
         exc = exceptions.NotFound()
     elif isinstance(exc, EntryExists):

@@ -6,6 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memories.models import KEY_MAX_LENGTH, MemoryEntry, MemoryEvent
+from memories.services import BATCH_MAX_OPERATIONS
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_value
 
 
@@ -123,3 +124,52 @@ class InfoSerializer(serializers.Serializer):
     counts = CountsSerializer()
     sync = InfoSyncSerializer()
     version = serializers.CharField()
+
+
+class BatchOperationSerializer(serializers.Serializer):
+    """One operation of POST /users/{uid}/memories/batch."""
+
+    op = serializers.ChoiceField(choices=["put", "delete"])
+    key = StrictCharField(allow_blank=True, max_length=None, help_text=f"1 to {KEY_MAX_LENGTH} characters.")
+    value = StrictCharField(required=False, allow_blank=True, help_text="Required for a put.")
+    kind = StrictCharField(required=False)
+    meta = serializers.JSONField(required=False)
+    expected_version = serializers.IntegerField(
+        required=False, min_value=1, help_text="Apply only if the entry is at this version (as If-Match)."
+    )
+
+    def validate_key(self, key: str) -> str:
+        return _run_check(check_key, key)
+
+    def validate_value(self, value: str) -> str:
+        return _run_check(check_value, value)
+
+    def validate_kind(self, kind: str) -> str:
+        return _run_check(check_kind, kind)
+
+    def validate_meta(self, meta: Any) -> dict:
+        return _run_check(check_meta, meta)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["op"] == "put" and "value" not in attrs:
+            raise serializers.ValidationError({"value": ["This field is required for a put."]})
+        return attrs
+
+
+class BatchSerializer(serializers.Serializer):
+    """Body of POST /users/{uid}/memories/batch: the operations, applied in order, all or none."""
+
+    operations = BatchOperationSerializer(
+        many=True, allow_empty=False, max_length=BATCH_MAX_OPERATIONS
+    )
+
+
+class BatchOutcomeSerializer(serializers.Serializer):
+    op = serializers.CharField()
+    key = serializers.CharField()
+    status = serializers.ChoiceField(choices=["created", "updated", "unchanged", "deleted", "absent"])
+    entry = EntrySerializer(allow_null=True)
+
+
+class BatchResultSerializer(serializers.Serializer):
+    results = BatchOutcomeSerializer(many=True)

@@ -14,6 +14,8 @@ urlpatterns = [
     re_path(r"^users/?$", views.UserListView.as_view(), name="user-list"),
     re_path(rf"^users/(?P<uid>{SEGMENT})/?$", views.UserDetailView.as_view(), name="user-detail"),
     re_path(rf"^users/(?P<uid>{SEGMENT})/memories/?$", views.MemoryListView.as_view(), name="memory-list"),
+    # POST only: a GET or PUT to .../memories/batch falls through to the entry whose key is "batch".
+    re_path(rf"^users/(?P<uid>{SEGMENT})/memories/batch/?$", views.MemoryBatchView.as_view(), name="memory-batch"),
     re_path(
         rf"^users/(?P<uid>{SEGMENT})/memories/(?P<key>{SEGMENT})/history/?$",
         views.MemoryHistoryView.as_view(),

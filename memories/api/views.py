@@ -5,7 +5,7 @@ answers 404, exactly as a missing one.
 """
 
 from django.conf import settings
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -15,6 +15,8 @@ from rest_framework.views import APIView
 
 from memories import selectors, services
 from memories.api.serializers import (
+    BatchResultSerializer,
+    BatchSerializer,
     EntryCreateSerializer,
     EntrySerializer,
     EntryWriteSerializer,
@@ -97,16 +99,29 @@ class MemoryListView(HubAPIView):
     @extend_schema(
         summary="List a user's memories, or query them with q",
         parameters=[
-            OpenApiParameter("q", str, description="Only entries whose key or value holds this text (any case)."),
+            OpenApiParameter(
+                "q",
+                str,
+                description="Only entries whose key or value holds this text (any case), best match first, then newest.",
+            ),
             OpenApiParameter("kind", str, description="Only entries of this kind."),
+            OpenApiParameter(
+                "match",
+                str,
+                enum=list(selectors.MATCH_MODES),
+                description="With q: 'ranked' (default) uses the search index; 'substring' scans, newest first.",
+            ),
         ],
         responses=EntrySerializer(many=True),
     )
     def get(self, request: Request, uid: str) -> Response:
         query_text = request.query_params.get("q", "")
         kind = request.query_params.get("kind") or None
+        match = request.query_params.get("match") or selectors.MATCH_RANKED
+        if match not in selectors.MATCH_MODES:
+            raise serializers.ValidationError({"match": [f"must be one of {', '.join(selectors.MATCH_MODES)}."]})
         if query_text:
-            entries = selectors.entry_find(owner=request.user, uid=uid, query_text=query_text, kind=kind)
+            entries = selectors.entry_find(owner=request.user, uid=uid, query_text=query_text, kind=kind, match=match)
         else:
             entries = selectors.entry_list(owner=request.user, uid=uid, kind=kind)
         return _paginate(self, request, entries, EntrySerializer)
@@ -271,3 +286,34 @@ class ToolSchemaView(HubAPIView):
     @extend_schema(summary="The tool's function-calling schema", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         return Response(TOOL_SCHEMA)
+
+
+@extend_schema(tags=["memories"], parameters=[UID_PARAMETER])
+class MemoryBatchView(HubAPIView):
+    @extend_schema(
+        summary="Apply up to 500 puts and deletes to a user's memories, all or none",
+        description=(
+            "Operations run in order in one transaction. If any is invalid or meets a stale "
+            "expected_version, nothing is applied and the 400 maps the index of each failed operation "
+            "to its errors: {\"operations\": {\"2\": {\"key\": [...]}}}. A memory whose key is 'batch' is still reached by "
+            "GET, PUT, PATCH and DELETE on this path; only POST means a batch."
+        ),
+        request=BatchSerializer,
+        responses={200: BatchResultSerializer},
+    )
+    def post(self, request: Request, uid: str) -> Response:
+        body = BatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        operations = [services.BatchOperation(**operation) for operation in body.validated_data["operations"]]
+        outcomes = services.entries_batch(owner=request.user, uid=uid, operations=operations, actor=request.user)
+        return Response(BatchResultSerializer({"results": outcomes}).data)
+
+    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:  # noqa: ANN002, ANN003
+        # Only POST means a batch: every other method reaches the entry whose key is "batch".
+        if request.method != "POST":
+            return _memory_detail_view(request, *args, key="batch", **kwargs)
+        return super().dispatch(request, *args, **kwargs)
+
+
+_memory_detail_view = MemoryDetailView.as_view()
+

@@ -1,0 +1,127 @@
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memories import exchange, services
+from memories.validation import InvalidField
+
+DEFAULT_CHUNK_SIZE = 5000
+ERRORS_SHOWN = 20
+
+
+@dataclass
+class ImportReport:
+    lines: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    # The first ERRORS_SHOWN refusals only, so a file of bad lines cannot fill memory.
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+    def refuse(self, line_number: int, message: str) -> None:
+        self.refused += 1
+        if len(self.errors) < ERRORS_SHOWN:
+            self.errors.append((line_number, message))
+
+    def summary(self, *, dry_run: bool) -> str:
+        verb = "would be" if dry_run else "were"
+        return (
+            f"{self.lines} entries read: {self.created} {verb} created, {self.updated} {verb} updated, "
+            f"{self.unchanged} unchanged, {self.refused} refused."
+        )
+
+
+class Command(BaseCommand):
+    help = (
+        "Read a file written by export_memories and upsert its entries through the services, in "
+        "chunks (bounded memory). The file's count and checksum are checked before anything is written."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="A JSONL file written by export_memories.")
+        parser.add_argument("--owner", help="Import every entry into this account (a username), whoever held it.")
+        parser.add_argument("--dry-run", action="store_true", help="Check and count; write nothing.")
+        parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="Entries per transaction.")
+
+    def handle(self, *args: object, file: str, owner: str | None, dry_run: bool, chunk_size: int, **options: object) -> None:
+        if chunk_size < 1:
+            raise CommandError("--chunk-size must be at least 1.")
+        path = Path(file)
+        if not path.is_file():
+            raise CommandError(f"No file at {file}.")
+        try:
+            exchange.verify(path)
+        except exchange.ExportFileError as error:
+            raise CommandError(f"{file} was not imported: {error}.") from None
+        target = None
+        if owner is not None:
+            target = get_user_model().objects.filter(username=owner).first()
+            if target is None:
+                raise CommandError(f"No account named {owner!r}.")
+        report = self.import_file(path, target=target, dry_run=dry_run, chunk_size=chunk_size)
+        self.stdout.write(report.summary(dry_run=dry_run))
+        for line_number, message in report.errors:
+            self.stdout.write(f"  line {line_number}: {message}")
+        if report.refused > len(report.errors):
+            self.stdout.write(f"  ... and {report.refused - len(report.errors)} more.")
+        if report.refused:
+            raise CommandError(f"{report.refused} entries were refused; the others were {'checked' if dry_run else 'imported'}.")
+
+    def import_file(
+        self, path: Path, *, target: AbstractBaseUser | None, dry_run: bool, chunk_size: int = DEFAULT_CHUNK_SIZE
+    ) -> ImportReport:
+        """Import every entry line of a verified file, chunk by chunk, into target or each line's owner."""
+        report = ImportReport()
+        accounts: dict[str, AbstractBaseUser | None] = {}
+        chunk: list[tuple[int, str | None, services.ImportRecord]] = []
+        for line_number, line in exchange.entry_lines(path):
+            report.lines += 1
+            try:
+                owner_name, record = exchange.parse_line(line)
+            except InvalidField as error:
+                report.refuse(line_number, str(error))
+                continue
+            chunk.append((line_number, owner_name, record))
+            if len(chunk) >= chunk_size:
+                self._import_chunk(chunk, target=target, accounts=accounts, dry_run=dry_run, report=report)
+                chunk = []
+        if chunk:
+            self._import_chunk(chunk, target=target, accounts=accounts, dry_run=dry_run, report=report)
+        return report
+
+    def _import_chunk(
+        self,
+        chunk: list[tuple[int, str | None, services.ImportRecord]],
+        *,
+        target: AbstractBaseUser | None,
+        accounts: dict[str, AbstractBaseUser | None],
+        dry_run: bool,
+        report: ImportReport,
+    ) -> None:
+        by_owner: dict[int, tuple[AbstractBaseUser, list[int], list[services.ImportRecord]]] = {}
+        for line_number, owner_name, record in chunk:
+            account = target
+            if account is None:
+                if owner_name is None:
+                    report.refuse(line_number, "owner: is required (or pass --owner).")
+                    continue
+                if owner_name not in accounts:
+                    accounts[owner_name] = get_user_model().objects.filter(username=owner_name).first()
+                account = accounts[owner_name]
+                if account is None:
+                    report.refuse(line_number, f"owner: no account named {owner_name!r} (create it, or pass --owner).")
+                    continue
+            _, line_numbers, records = by_owner.setdefault(account.pk, (account, [], []))
+            line_numbers.append(line_number)
+            records.append(record)
+        for account, line_numbers, records in by_owner.values():
+            counts = services.entries_import(owner=account, records=records, dry_run=dry_run)
+            report.created += counts.created
+            report.updated += counts.updated
+            report.unchanged += counts.unchanged
+            for index, error in counts.invalid:
+                report.refuse(line_numbers[index], str(error))

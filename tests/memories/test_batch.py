@@ -1,0 +1,119 @@
+"""POST /api/v1/users/{uid}/memories/batch: many puts and deletes, all applied or none."""
+
+import pytest
+
+from memories import selectors, services
+from memories.models import MemoryEvent
+
+BATCH_URL = "/api/v1/users/alice/memories/batch"
+
+
+def _keys(owner) -> list[str]:  # noqa: ANN001
+    return sorted(entry.key for entry in selectors.entry_list(owner=owner, uid="alice"))
+
+
+def test_a_batch_applies_puts_and_deletes_in_order_and_reports_each(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="old", value="to go")
+    services.entry_put(owner=owner, uid="alice", key="same", value="kept")
+    operations = [
+        {"op": "put", "key": "language", "value": "Python", "kind": "fact", "meta": {"source": "chat"}},
+        {"op": "put", "key": "language", "value": "Rust"},
+        {"op": "put", "key": "same", "value": "kept"},
+        {"op": "delete", "key": "old"},
+        {"op": "delete", "key": "never-there"},
+    ]
+    response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
+    assert response.status_code == 200
+    assert [item["status"] for item in response.json()["results"]] == ["created", "updated", "unchanged", "deleted", "absent"]
+    entry = selectors.entry_get(owner=owner, uid="alice", key="language")
+    assert (entry.value, entry.kind, entry.meta, entry.version) == ("Rust", "fact", {"source": "chat"}, 2)
+    assert _keys(owner) == ["language", "same"]
+    assert MemoryEvent.objects.filter(owner=owner, key="language").count() == 2
+
+
+def test_one_invalid_operation_applies_none_and_names_the_field_and_limit(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="keep", value="me")
+    operations = [
+        {"op": "put", "key": "fine", "value": "ok"},
+        {"op": "delete", "key": "keep"},
+        {"op": "put", "key": "k" * 300, "value": "too long a key"},
+    ]
+    response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
+    assert response.status_code == 400
+    errors = response.json()["operations"]
+    assert list(errors) == ["2"]
+    assert "255" in errors["2"]["key"][0]
+    assert _keys(owner) == ["keep"]
+    assert MemoryEvent.objects.filter(owner=owner).count() == 1
+
+
+def test_a_stale_expected_version_rolls_back_the_operations_before_it(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="drink", value="tea")
+    operations = [
+        {"op": "put", "key": "food", "value": "rice"},
+        {"op": "put", "key": "drink", "value": "coffee", "expected_version": 7},
+    ]
+    response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
+    assert response.status_code == 400
+    assert "version is 1" in response.json()["operations"]["1"]["expected_version"][0]
+    assert _keys(owner) == ["drink"]
+    assert selectors.entry_get(owner=owner, uid="alice", key="drink").value == "tea"
+
+
+def test_a_put_without_a_value_is_refused(owner_api):
+    response = owner_api.post(BATCH_URL, {"operations": [{"op": "put", "key": "k"}]}, format="json")
+    assert response.status_code == 400
+    assert "value" in response.json()["operations"]["0"]
+
+
+def test_more_than_500_operations_are_refused_naming_the_limit(owner, owner_api):
+    operations = [{"op": "put", "key": f"k{number}", "value": "v"} for number in range(501)]
+    response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
+    assert response.status_code == 400
+    assert "500" in str(response.json()["operations"])
+    assert _keys(owner) == []
+
+
+def test_an_empty_batch_is_refused(owner_api):
+    response = owner_api.post(BATCH_URL, {"operations": []}, format="json")
+    assert response.status_code == 400
+
+
+def test_500_operations_are_applied_together(owner, owner_api):
+    operations = [{"op": "put", "key": f"k{number}", "value": "v"} for number in range(500)]
+    response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
+    assert response.status_code == 200
+    assert len(_keys(owner)) == 500
+
+
+def test_an_entry_whose_key_is_batch_is_still_read_written_and_deleted(owner, owner_api):
+    assert owner_api.put(BATCH_URL, {"value": "a key named batch"}, format="json").status_code == 201
+    assert owner_api.get(BATCH_URL).json()["value"] == "a key named batch"
+    assert owner_api.patch(BATCH_URL, {"value": "changed"}, format="json").json()["value"] == "changed"
+    assert owner_api.delete(BATCH_URL).status_code == 204
+    assert owner_api.get(BATCH_URL).status_code == 404
+
+
+def test_a_batch_touches_only_the_callers_entries(owner, stranger, stranger_api):
+    services.entry_put(owner=owner, uid="alice", key="drink", value="tea")
+    response = stranger_api.post(BATCH_URL, {"operations": [{"op": "delete", "key": "drink"}]}, format="json")
+    assert response.json()["results"][0]["status"] == "absent"
+    assert _keys(owner) == ["drink"]
+
+
+def test_a_batch_needs_credentials(anonymous_api):
+    response = anonymous_api.post(BATCH_URL, {"operations": [{"op": "delete", "key": "x"}]}, format="json")
+    assert response.status_code in (401, 403)
+
+
+def test_the_batch_service_checks_every_operation_itself(owner):
+    operations = [
+        services.BatchOperation(op="put", key="fine", value="ok"),
+        services.BatchOperation(op="put", key="bad", value="nul\x00"),
+        services.BatchOperation(op="rename", key="x"),
+    ]
+    with pytest.raises(services.BatchRejected) as rejected:
+        services.entries_batch(owner=owner, uid="alice", operations=operations)
+    assert set(rejected.value.errors) == {1, 2}
+    assert "value" in rejected.value.errors[1] and "op" in rejected.value.errors[2]
+    assert _keys(owner) == []
