@@ -62,7 +62,12 @@ class LocalBackend(MemoryBackend):
 
     def find(self, uid: str, query_text: str, limit: int = DEFAULT_FIND_LIMIT) -> list[BackendEntry]:
         try:
-            return [_entry(entry) for entry in selectors.entry_find(owner=self.owner, uid=uid, query_text=query_text)[:limit]]
+            # The protocol's find is newest first, as every backend answers it; the API's ranked
+            # search orders by relevance instead, so this asks for the substring match.
+            found = selectors.entry_find(
+                owner=self.owner, uid=uid, query_text=query_text, match=selectors.MATCH_SUBSTRING
+            )
+            return [_entry(entry) for entry in found[:limit]]
         except DatabaseError as error:
             raise BackendError(f"the database failed: {error}", retryable=True) from error
 
