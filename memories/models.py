@@ -3,7 +3,8 @@
 Entries are written only by memories.services; read them through memories.selectors.
 """
 
-import uuid
+import secrets
+import time
 
 from django.conf import settings
 from django.db import models
@@ -19,9 +20,11 @@ def new_honcho_session_id() -> str:
     """A fresh id for the Honcho session that mirrors one entry: made once, when the entry is created.
 
     Never derived from the key: after a delete, Honcho answers 404 for the old id until it purges
-    it, and a re-created key must not wait for that.
+    it, and a re-created key must not wait for that. The creation time in nanoseconds leads, and 64
+    random bits follow: new ids land at the end of the unique index instead of at random places in
+    it, which keeps a large import from rewriting pages all over the index.
     """
-    return f"mh-{uuid.uuid4().hex}"
+    return f"mh-{time.time_ns():016x}{secrets.token_hex(8)}"
 
 
 class MemoryEntry(models.Model):
