@@ -201,6 +201,7 @@ CACHES = {
 # None or {"template": ..., values} (see memories.views._overview_panels). Append new panels below.
 MEMORYHUB_OVERVIEW_PANELS = [
     "evaluation.panels.latest_evaluation_panel",
+    "memories.panels.sync_status_panel",
 ]
 
 MEMORYHUB_BACKEND = os.environ.get("MEMORYHUB_BACKEND", "auto").strip().lower()

@@ -1,6 +1,8 @@
 """Sync status: GET /api/v1/sync/status, the sync field of /api/v1/info, and the admin's outbox."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories import services
@@ -62,3 +64,22 @@ def test_the_admin_lists_the_outbox_and_retries_failed_tasks(client, staff, stra
     assert (failed.status, failed.attempts) == (SyncTask.Status.PENDING, 0)
     assert SyncTask.objects.filter(status=SyncTask.Status.PENDING).count() == 3
     assert outbox.tasks_retry_failed(now=timezone.now()) == 0
+
+
+def test_the_overview_shows_the_accounts_sync_status_when_sync_is_on(owner_client, queued):  # noqa: ANN001
+    page = owner_client.get("/").content.decode()
+
+    assert "Sync to Honcho" in page
+    assert "2 pending" in page
+    assert "stranger's own error" not in page, "another account's sync error is never shown"
+
+
+def test_the_overview_has_no_sync_panel_and_no_sync_query_when_sync_is_off(owner, owner_client, settings):  # noqa: ANN001
+    settings.MEMORYHUB_HONCHO_SYNC = False
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+
+    with CaptureQueriesContext(connection) as queries:
+        page = owner_client.get("/").content.decode()
+
+    assert "Sync to Honcho" not in page
+    assert not [query["sql"] for query in queries.captured_queries if SyncTask._meta.db_table in query["sql"]]

@@ -1,0 +1,16 @@
+"""The overview's sync panel, registered in settings.MEMORYHUB_OVERVIEW_PANELS."""
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest
+
+from memories import selectors
+
+
+def sync_status_panel(request: HttpRequest, owner: AbstractBaseUser) -> dict[str, Any] | None:
+    """The account's Honcho sync status (two queries) when sync is on; nothing, and no query, when off."""
+    if not settings.MEMORYHUB_HONCHO_SYNC:
+        return None
+    return {"template": "memories/_sync_panel.html", "status": selectors.sync_status(owner=owner)}
