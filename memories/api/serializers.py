@@ -126,29 +126,14 @@ class InfoSerializer(serializers.Serializer):
     version = serializers.CharField()
 
 
-class BatchOperationSerializer(serializers.Serializer):
-    """One operation of POST /users/{uid}/memories/batch."""
+class BatchOperationSerializer(EntryCreateSerializer):
+    """One operation of POST /users/{uid}/memories/batch: key, value, kind and meta checked as a put's."""
 
     op = serializers.ChoiceField(choices=["put", "delete"])
-    key = StrictCharField(allow_blank=True, max_length=None, help_text=f"1 to {KEY_MAX_LENGTH} characters.")
     value = StrictCharField(required=False, allow_blank=True, help_text="Required for a put.")
-    kind = StrictCharField(required=False)
-    meta = serializers.JSONField(required=False)
     expected_version = serializers.IntegerField(
         required=False, min_value=1, help_text="Apply only if the entry is at this version (as If-Match)."
     )
-
-    def validate_key(self, key: str) -> str:
-        return _run_check(check_key, key)
-
-    def validate_value(self, value: str) -> str:
-        return _run_check(check_value, value)
-
-    def validate_kind(self, kind: str) -> str:
-        return _run_check(check_kind, kind)
-
-    def validate_meta(self, meta: Any) -> dict:
-        return _run_check(check_meta, meta)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["op"] == "put" and "value" not in attrs:
