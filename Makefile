@@ -36,7 +36,7 @@ migrate: $(VENV)/.installed data/secret_key
 
 run: migrate
 	@$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
-	@$(WITH_KEY) $(PY) manage.py first_run
+	@$(WITH_KEY) $(PY) manage.py first_run --url http://$(HOST):$(PORT)
 	@$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
 # The dashboard's browser tests drive Debian's Chromium (never a browser that Playwright downloads).
@@ -48,7 +48,7 @@ $(CHROMIUM):
 # Production: see docs/RELIABILITY.md for the environment (SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, SECURE_*).
 serve: migrate
 	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
-	$(WITH_KEY) $(PY) manage.py first_run
+	$(WITH_KEY) $(PY) manage.py first_run --url http://$(HOST):$(PORT)
 	$(WITH_KEY) exec $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \
 		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --no-control-socket \
 		--forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"

@@ -1,8 +1,8 @@
 """Running an evaluation: each backend's operations timed on probe data, graded, and stored.
 
-Probe data lives under the reserved uid (PROBE_UID) of the reserved, log-in-less probe account,
-so it never meets real entries; it is removed when each backend is done, and the probe account's
-local history with it. Honcho is called with max_retries=0 and HONCHO_TIMEOUT, so an unreachable
+Probe data lives under a uid of its own for each run (PROBE_UID and a run mark) of the reserved,
+log-in-less probe account, so it never meets real entries nor another run's probe data; it is
+removed when each backend is done, and the run's local history with it. Honcho is called with max_retries=0 and HONCHO_TIMEOUT, so an unreachable
 or refusing Honcho is graded F in about one timeout, never retried into minutes.
 """
 
@@ -144,23 +144,29 @@ def _repeat(keys: list[str], call: Callable[[str], Any], check: Callable[[str, A
     return OperationResult(ok=all_ok, latencies_ms=tuple(latencies), error="" if all_ok else failure)
 
 
-def _remove_probe_entries(backend: MemoryBackend, keys: list[str]) -> str:
-    """Delete the probe's entries (and leftovers of an earlier run); an error message, or ""."""
+def _remove_probe_entries(backend: MemoryBackend, probe_uid: str, keys: list[str]) -> str:
+    """Delete the run's probe entries (and any leftover under its uid); an error message, or ""."""
     try:
-        leftovers = [entry.key for entry in backend.list(PROBE_UID)]
+        leftovers = [entry.key for entry in backend.list(probe_uid)]
         for key in dict.fromkeys(keys + leftovers):
-            backend.delete(PROBE_UID, key)
+            backend.delete(probe_uid, key)
     except BackendError as error:
         return error.message
     return ""
 
 
-def measure_backend(backend: MemoryBackend, *, ops: int) -> BackendScore:
-    """Time ops puts, gets and finds on probe data, check what comes back, remove it, and grade."""
+def new_probe_uid() -> str:
+    """The reserved probe uid with a mark of one run: runs at the same time never share probe data."""
+    return f"{PROBE_UID}{secrets.token_hex(4)}"
+
+
+def measure_backend(backend: MemoryBackend, *, ops: int, probe_uid: str | None = None) -> BackendScore:
+    """Time ops puts, gets and finds on probe data under probe_uid, check what comes back, remove it, and grade."""
     availability = backend.available()
     if not availability.ok:
         return score_unavailable(name=backend.name, cloud=backend.is_cloud, reason=availability.reason)
-    run_mark = secrets.token_hex(4)
+    probe_uid = probe_uid or new_probe_uid()
+    run_mark = probe_uid.removeprefix(PROBE_UID) or secrets.token_hex(4)
     values = {f"probe-{index:04d}": f"probe value {index:04d} {run_mark}" for index in range(ops)}
     keys = list(values)
 
@@ -169,22 +175,22 @@ def measure_backend(backend: MemoryBackend, *, ops: int) -> BackendScore:
 
     try:
         operations = {
-            "put": _repeat(keys, lambda key: backend.put(PROBE_UID, key, values[key]), lambda key, entry: True, ""),
+            "put": _repeat(keys, lambda key: backend.put(probe_uid, key, values[key]), lambda key, entry: True, ""),
             "get": _repeat(
                 keys,
-                lambda key: backend.get(PROBE_UID, key),
+                lambda key: backend.get(probe_uid, key),
                 lambda key, entry: entry is not None and entry.value == values[key],
                 "get did not return what put stored",
             ),
             "find": _repeat(
                 keys,
-                lambda key: backend.find(PROBE_UID, values[key].removeprefix("probe ")),
+                lambda key: backend.find(probe_uid, values[key].removeprefix("probe ")),
                 found_its_key,
                 "find did not return the entry holding the text",
             ),
         }
     finally:
-        cleanup_error = _remove_probe_entries(backend, keys)
+        cleanup_error = _remove_probe_entries(backend, probe_uid, keys)
     reason = availability.reason
     if cleanup_error:
         reason += f"; probe data may remain: {cleanup_error}"
@@ -233,6 +239,7 @@ def evaluation_run(
     except accounts.ProbeAccountTaken as error:
         raise EvaluationError(str(error)) from None
     report_progress = progress or (lambda line: None)
+    probe_uid = new_probe_uid()
     started = timezone.now()
     scores = []
     try:
@@ -242,13 +249,13 @@ def evaluation_run(
             options = {**EVALUATION_OPTIONS.get(name, {}), **(backend_options or {}).get(name, {})}
             backend = make_backend(name, owner=probe, **options)
             try:
-                score = measure_backend(backend, ops=ops)
+                score = measure_backend(backend, ops=ops, probe_uid=probe_uid)
             finally:
                 backend.close()
             scores.append(score)
             report_progress(f"evaluated {name}: {score.grade}, {score.score} points, in {time.perf_counter() - began:.1f} s")
     finally:
-        services.probe_data_clear(owner=probe)
+        services.probe_data_clear(owner=probe, uid=probe_uid)
     recommended = recommendation(scores)
     run = None
     if save:
@@ -261,10 +268,14 @@ def evaluation_run(
 
 
 def tool_evaluate(account: AbstractBaseUser) -> dict[str, Any]:
-    """The tool's evaluate action: a stored run with the default backends, replied as the agent-side
-    module does ({"results", "recommendation"}), each result carrying the new fields too."""
+    """The tool's evaluate action: a run with the default backends, replied as the agent-side
+    module does ({"results", "recommendation"}), each result carrying the new fields too.
+
+    Any account may ask, as agents always could; only a staff account's run is stored, as only
+    staff may add runs through POST /api/v1/evaluations/.
+    """
     try:
-        report = evaluation_run(requested_by=account)
+        report = evaluation_run(requested_by=account, save=account.is_staff)
     except EvaluationError as error:
         return {"results": [], "recommendation": "None", "error": str(error)}
     document = report.as_json()

@@ -6,6 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
+from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -13,10 +14,28 @@ from django.utils.html import format_html, format_html_join
 from memories import selectors, services
 from memories.models import MemoryEntry, MemoryEvent, SyncTask
 from memories.sync import outbox
-from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+
+
+class MetaJSONField(forms.JSONField):
+    """The admin's meta box: JSON nested past Python's recursion limit is a field error, not a 500."""
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except RecursionError:
+            raise ValidationError(f"must be nested at most {META_MAX_DEPTH} levels deep.", code="invalid") from None
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:
+            return InvalidJSONInput(data)
 
 
 class MemoryEntryForm(forms.ModelForm):
+    meta = MetaJSONField(required=False)
+
     class Meta:
         model = MemoryEntry
         fields = ["owner", "uid", "key", "value", "kind", "meta"]

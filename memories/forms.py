@@ -11,7 +11,7 @@ from typing import Any
 from django import forms
 
 from memories.models import DEFAULT_KIND
-from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 
 def _checked(check: Callable[[Any], Any], value: Any) -> Any:
@@ -31,6 +31,8 @@ def parse_meta(text: str) -> dict:
         raise forms.ValidationError(
             f"must be valid JSON (line {error.lineno}, column {error.colno}: {error.msg}).", code="invalid"
         ) from None
+    except RecursionError:
+        raise forms.ValidationError(f"must be nested at most {META_MAX_DEPTH} levels deep.", code="invalid") from None
     return _checked(check_meta, meta)
 
 

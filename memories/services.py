@@ -231,17 +231,18 @@ def user_forget(*, owner: AbstractBaseUser, uid: str, actor: AbstractBaseUser | 
         return len(entries)
 
 
-def probe_data_clear(*, owner: AbstractBaseUser) -> int:
-    """Remove every entry and every history row of the evaluation's reserved probe account.
+def probe_data_clear(*, owner: AbstractBaseUser, uid: str) -> int:
+    """Remove every entry and history row of one evaluation run's uid of the reserved probe account.
 
     Probe data is the evaluation's scaffolding, not anyone's memories, so it leaves no history
-    behind. Refuses (ValueError) any other account. Returns how many entries went.
+    behind. Each run has a uid of its own, so runs at the same time never clear each other's data.
+    Refuses (ValueError) any other account. Returns how many entries went.
     """
     if owner.get_username() != PROBE_USERNAME:
         raise ValueError(f"only the probe account {PROBE_USERNAME!r} can be cleared")
     with transaction.atomic():
-        deleted, _ = MemoryEntry.objects.filter(owner=owner).delete()
-        MemoryEvent.objects.filter(owner=owner).delete()
+        deleted, _ = MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
+        MemoryEvent.objects.filter(owner=owner, uid=uid).delete()
     return deleted
 
 

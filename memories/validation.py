@@ -73,7 +73,7 @@ def check_kind(kind: Any) -> str:
         raise InvalidField("kind", "must be a string.")
     if not 1 <= len(kind) <= KIND_MAX_LENGTH:
         raise InvalidField("kind", f"must be 1 to {KIND_MAX_LENGTH} characters; got {len(kind)}.")
-    if not KIND_PATTERN.match(kind):
+    if not KIND_PATTERN.fullmatch(kind):
         raise InvalidField(
             "kind",
             "must start with a letter or digit and hold only letters, digits, '_', '-', '.' and ':'.",

@@ -1,5 +1,7 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path
+from django.views.defaults import page_not_found
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from evaluation.urls import dashboard_urlpatterns as evaluation_pages
@@ -13,3 +15,13 @@ urlpatterns = [
     path("", include("memories.urls")),
     path("", include((evaluation_pages, "evaluations"), namespace="evaluations")),
 ]
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A path that matches no route: DRF's JSON shape under /api/, the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)
+
+
+handler404 = not_found

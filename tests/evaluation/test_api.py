@@ -46,7 +46,14 @@ def test_the_tools_evaluate_action_replies_as_the_reference_does(owner_api, owne
     assert reply["ok"] is True
     assert reply["recommendation"] == "Best: local (100pts, A)"
     assert [(result["name"], result["ok"], result["grade"]) for result in reply["results"]] == [("null", True, "B"), ("local", True, "A")]
-    assert EvaluationRun.objects.get().requested_by == owner
+    assert not EvaluationRun.objects.exists(), "only staff add runs to the hub's stored evaluations"
+
+
+def test_a_staff_accounts_tool_evaluation_is_stored(staff_api, staff):  # noqa: ANN001
+    reply = staff_api.post("/api/v1/tool", {"action": "evaluate"}, format="json").json()
+
+    assert reply["recommendation"] == "Best: local (100pts, A)"
+    assert EvaluationRun.objects.get().requested_by == staff
 
 
 def test_the_admin_shows_runs_but_cannot_change_them(staff):  # noqa: ANN001

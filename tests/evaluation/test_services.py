@@ -31,6 +31,19 @@ def test_probe_data_is_gone_afterwards_and_real_entries_are_untouched(owner):  #
     assert probe.is_active is False and not probe.has_usable_password()
 
 
+def test_a_run_leaves_another_runs_probe_data_alone_and_grades_as_if_alone(db):  # noqa: ANN001
+    from memories.accounts import probe_account
+
+    probe = probe_account()
+    other_run_uid = f"{PROBE_UID}0ther0un"
+    services.entry_put(owner=probe, uid=other_run_uid, key="probe-0000", value="another run's probe value")
+
+    report = evaluation_run(backend_names=["local"], ops=3)
+
+    assert (report.scores[0].grade, report.scores[0].score) == ("A", 100)
+    assert set(MemoryEntry.objects.filter(owner=probe).values_list("uid", flat=True)) == {other_run_uid}
+
+
 def test_honcho_probe_sessions_are_deleted_afterwards(db, in_process_honcho: HonchoDouble):  # noqa: ANN001
     report = evaluation_run(backend_names=["honcho"], ops=3, backend_options=honcho_on(in_process_honcho))
     assert report.scores[0].available is True

@@ -80,3 +80,11 @@ def test_first_run_takes_the_password_from_the_environment(db, monkeypatch):
 
     assert "a-chosen-password-42" not in out
     assert User.objects.get(username="admin").check_password("a-chosen-password-42")
+
+
+def test_first_run_points_its_hint_at_the_address_the_hub_serves(db, monkeypatch):
+    monkeypatch.delenv("MEMORYHUB_ADMIN_PASSWORD", raising=False)
+
+    out, _ = _run("first_run", "--url", "http://127.0.0.1:8731")
+
+    assert "http://127.0.0.1:8731/api/v1/info" in out

@@ -94,3 +94,16 @@ def test_history_cannot_be_edited_in_the_admin(admin_client_logged_in, owner):
 
     event.refresh_from_db()
     assert event.value_after == "Python"
+
+
+def test_meta_nested_past_any_parser_is_a_field_error_in_the_admin(admin_client_logged_in, owner):
+    deep = "[" * 5000 + "]" * 5000
+
+    response = admin_client_logged_in.post(
+        "/admin/memories/memoryentry/add/",
+        {"owner": owner.pk, "uid": "alice", "key": "tz", "value": "CET", "kind": "fact", "meta": deep},
+    )
+
+    assert response.status_code == 200
+    assert "must be nested at most 20 levels deep" in response.content.decode()
+    assert not MemoryEntry.objects.exists()

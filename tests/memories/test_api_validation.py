@@ -104,3 +104,18 @@ def test_a_page_size_above_the_cap_is_held_to_the_cap(owner, owner_api, settings
 def test_an_invalid_page_answers_404_not_500(owner_api):
     assert owner_api.get(f"{BASE}/alice/memories/?page=9").status_code == 404
     assert owner_api.get(f"{BASE}/alice/memories/?page=abc").status_code == 404
+
+
+@pytest.mark.parametrize("kind", ["pref\n", "pref\r\n", " pref"])
+def test_a_kind_with_a_trailing_newline_or_leading_space_is_refused(owner_api, kind):
+    response = owner_api.put(f"{BASE}/alice/memories/k", {"value": "v", "kind": kind}, format="json")
+
+    assert response.status_code == 400
+    assert "letters, digits" in response.json()["kind"][0]
+
+
+def test_an_unknown_api_path_answers_404_in_json(owner_api):
+    response = owner_api.get("/api/v1/no/such/route")
+
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found."}

@@ -57,6 +57,16 @@ def test_meta_must_be_a_json_object(owner_client):  # noqa: ANN001
     assert "must be a JSON object." in page.content.decode()
 
 
+@pytest.mark.parametrize("depth", [1000, 5000])
+def test_meta_nested_past_any_parser_is_a_field_error_not_a_server_error(owner_client, depth):  # noqa: ANN001
+    deep = "[" * depth + "]" * depth
+    page = owner_client.post("/memory/new/", {"uid": "alice", "key": "k", "value": "v", "kind": "fact", "meta": deep})
+
+    assert page.status_code == 200
+    assert "must be nested at most 20 levels deep" in page.content.decode()
+    assert not MemoryEntry.objects.exists()
+
+
 def test_creating_a_key_that_exists_asks_to_edit_it_instead(owner_client, language):  # noqa: ANN001
     page = owner_client.post("/memory/new/", {"uid": "alice", "key": "language", "value": "x", "kind": "fact", "meta": "{}"})
     assert "has a memory with this key already" in page.content.decode()

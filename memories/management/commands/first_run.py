@@ -15,8 +15,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # noqa: ANN001, ANN201
         parser.add_argument("--username", default=os.environ.get("MEMORYHUB_ADMIN_USER", "admin"))
+        parser.add_argument("--url", default="http://127.0.0.1:8000", help="Where the hub will answer, for the hint it prints.")
 
-    def handle(self, *args: object, username: str, **options: object) -> None:
+    def handle(self, *args: object, username: str, url: str, **options: object) -> None:
         if get_user_model().objects.filter(is_superuser=True).exists():
             self.stdout.write("Accounts exist already; nothing to prepare.")
             return
@@ -27,4 +28,4 @@ class Command(BaseCommand):
         self.stdout.write(f"  admin login:  {username}")
         self.stdout.write(f"  password:     {'(from MEMORYHUB_ADMIN_PASSWORD)' if given else password}")
         self.stdout.write(f"  API token:    {token}")
-        self.stdout.write('  try:  curl -H "Authorization: Token ' + token + '" http://127.0.0.1:8000/api/v1/info')
+        self.stdout.write('  try:  curl -H "Authorization: Token ' + token + '" ' + url.rstrip("/") + "/api/v1/info")

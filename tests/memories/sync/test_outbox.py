@@ -93,7 +93,7 @@ def test_the_evaluation_probe_is_never_queued(db):  # noqa: ANN001
     probe = probe_account()
     services.entry_put(owner=probe, uid=PROBE_UID, key="probe-0001", value="probe value")
     services.entry_delete(owner=probe, uid=PROBE_UID, key="probe-0001")
-    services.probe_data_clear(owner=probe)
+    services.probe_data_clear(owner=probe, uid=PROBE_UID)
     assert SyncTask.objects.count() == 0
 
 
