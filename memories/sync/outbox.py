@@ -193,34 +193,29 @@ def task_done(task: ClaimedTask, *, now: datetime) -> bool:
     return bool(finished)
 
 
-def task_retry_later(task: ClaimedTask, *, error: str, retry_at: datetime, now: datetime) -> None:
-    """A push that may pass later failed: count the attempt and wait until retry_at (a new change resets both)."""
+def _record_failure(task: ClaimedTask, *, error: str, now: datetime, **changes: object) -> None:
+    """Count the failed attempt, keep its error and give the claim back, unless a newer change came meanwhile."""
     updated = _held(task).filter(revision=task.revision).update(
         attempts=F("attempts") + 1,
-        next_attempt_at=retry_at,
         last_error=error[:LAST_ERROR_MAX_CHARS],
         last_error_at=now,
         claim_token="",
         lease_until=None,
         updated_at=now,
+        **changes,
     )
     if not updated:
         _release(task)
+
+
+def task_retry_later(task: ClaimedTask, *, error: str, retry_at: datetime, now: datetime) -> None:
+    """A push that may pass later failed: count the attempt and wait until retry_at (a new change resets both)."""
+    _record_failure(task, error=error, now=now, next_attempt_at=retry_at)
 
 
 def task_park(task: ClaimedTask, *, error: str, now: datetime) -> None:
     """A push that will not pass as it is failed: the task waits as failed, with its error, for a person."""
-    updated = _held(task).filter(revision=task.revision).update(
-        status=SyncTask.Status.FAILED,
-        attempts=F("attempts") + 1,
-        last_error=error[:LAST_ERROR_MAX_CHARS],
-        last_error_at=now,
-        claim_token="",
-        lease_until=None,
-        updated_at=now,
-    )
-    if not updated:
-        _release(task)
+    _record_failure(task, error=error, now=now, status=SyncTask.Status.FAILED)
 
 
 def task_release(task: ClaimedTask) -> None:
