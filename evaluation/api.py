@@ -17,7 +17,9 @@ from memories.backends import BACKENDS
 
 class EvaluationRunSerializer(serializers.ModelSerializer):
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    results = serializers.SerializerMethodField(help_text="One per backend, in the shape of `manage.py evaluate --json`.")
+    results = serializers.SerializerMethodField(
+        help_text="One per backend, in the shape of `manage.py evaluate --json`."
+    )
 
     class Meta:
         model = EvaluationRun
@@ -35,7 +37,9 @@ class EvaluationRequestSerializer(serializers.Serializer):
         allow_empty=False,
         help_text="Backends to grade; default null, local, and honcho when it is configured.",
     )
-    ops = serializers.IntegerField(min_value=1, max_value=MAX_OPS, default=DEFAULT_OPS, help_text="Calls per operation.")
+    ops = serializers.IntegerField(
+        min_value=1, max_value=MAX_OPS, default=DEFAULT_OPS, help_text="Calls per operation."
+    )
 
 
 class StaffMayRun(permissions.BasePermission):
@@ -66,7 +70,9 @@ class EvaluationRunListView(APIView):
         body.is_valid(raise_exception=True)
         try:
             report = evaluation_run(
-                backend_names=body.validated_data.get("backends"), ops=body.validated_data["ops"], requested_by=request.user
+                backend_names=body.validated_data.get("backends"),
+                ops=body.validated_data["ops"],
+                requested_by=request.user,
             )
         except EvaluationError as error:
             raise exceptions.ValidationError({"backends": [str(error)]}) from None

@@ -258,7 +258,9 @@ def latency_chart(runs: Sequence[EvaluationRun], styles: list[SeriesStyle]) -> C
         return PLOT_BOTTOM - (PLOT_BOTTOM - PLOT_TOP) * position
 
     def label(run: EvaluationRun, result: BackendResult, milliseconds: float) -> str:
-        medians = ", ".join(f"{operation} {format_ms(getattr(result, f'{operation}_p50_ms'))}" for operation in OPERATIONS)
+        medians = ", ".join(
+            f"{operation} {format_ms(getattr(result, f'{operation}_p50_ms'))}" for operation in OPERATIONS
+        )
         return f"{result.name}, {run_time(run)}: p50 {format_ms(milliseconds)} ms ({medians})"
 
     def describe(result: BackendResult) -> str:
@@ -267,14 +269,19 @@ def latency_chart(runs: Sequence[EvaluationRun], styles: list[SeriesStyle]) -> C
 
     description = (
         f"Median (p50) latency in milliseconds of each available backend over {_span(runs)}, "
-        "the mean of its put, get and find medians, on a logarithmic scale. Latest: " + _latest_summary(runs, describe) + "."
+        "the mean of its put, get and find medians, on a logarithmic scale. Latest: "
+        + _latest_summary(runs, describe)
+        + "."
     )
     return Chart(
         slug="latency-chart",
         title="p50 latency per backend across runs",
         description=description,
         unit="ms",
-        ticks=[AxisTick(y=_number(y_of(10.0**exponent)), label=_decade_label(exponent)) for exponent in range(lowest, highest + 1)],
+        ticks=[
+            AxisTick(y=_number(y_of(10.0**exponent)), label=_decade_label(exponent))
+            for exponent in range(lowest, highest + 1)
+        ],
         bands=[],
         run_labels=_run_labels(runs),
         series=_series(runs, styles, result_latency_ms, y_of, label),
@@ -288,4 +295,3 @@ def evaluation_charts(runs_newest_first: Sequence[EvaluationRun]) -> tuple[list[
         return [], []
     styles = series_styles(runs)
     return styles, [score_chart(runs, styles), latency_chart(runs, styles)]
-

@@ -114,7 +114,13 @@ def score_backend(*, name: str, cloud: bool, reason: str, operations: dict[str, 
         + privacy_points(cloud=cloud)
     )
     return BackendScore(
-        name=name, cloud=cloud, available=True, reason=reason, score=score, grade=grade_for(score), operations=operations
+        name=name,
+        cloud=cloud,
+        available=True,
+        reason=reason,
+        score=score,
+        grade=grade_for(score),
+        operations=operations,
     )
 
 

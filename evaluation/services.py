@@ -17,7 +17,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.models import BackendResult, EvaluationRun
-from evaluation.scoring import OPERATIONS, BackendScore, OperationResult, recommendation, score_backend, score_unavailable
+from evaluation.scoring import (
+    OPERATIONS,
+    BackendScore,
+    OperationResult,
+    recommendation,
+    score_backend,
+    score_unavailable,
+)
 from memories import accounts, services
 from memories.backends import BACKENDS, UnknownBackend, make_backend
 from memories.backends.base import PROBE_UID, BackendEntry, BackendError, MemoryBackend
@@ -61,7 +68,17 @@ def _operation_json(*, ok: bool, p50_ms: float | None, p95_ms: float | None, err
     }
 
 
-def _result_json(*, name: str, available: bool, cloud: bool, score: int, grade: str, reason: str, ops: int, operations: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _result_json(
+    *,
+    name: str,
+    available: bool,
+    cloud: bool,
+    score: int,
+    grade: str,
+    reason: str,
+    ops: int,
+    operations: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
     medians = [operations[operation]["p50_ms"] for operation in OPERATIONS if operation in operations]
     return {
         "name": name,
@@ -124,11 +141,15 @@ def _check_request(backend_names: list[str] | None, ops: int) -> list[str]:
         if name not in BACKENDS:
             raise EvaluationError(str(UnknownBackend(name)))
     if "honcho" in names and not HonchoConfig.from_settings().configured:
-        raise EvaluationError("Honcho is not configured: set HONCHO_URL (a self-hosted server) or HONCHO_API_KEY (the cloud)")
+        raise EvaluationError(
+            "Honcho is not configured: set HONCHO_URL (a self-hosted server) or HONCHO_API_KEY (the cloud)"
+        )
     return names
 
 
-def _repeat(keys: list[str], call: Callable[[str], Any], check: Callable[[str, Any], bool], failure: str) -> OperationResult:
+def _repeat(
+    keys: list[str], call: Callable[[str], Any], check: Callable[[str, Any], bool], failure: str
+) -> OperationResult:
     """Run call once per key, timing each; stop at the first BackendError (one slow failure is enough)."""
     latencies: list[float] = []
     all_ok = True
@@ -253,7 +274,9 @@ def evaluation_run(
             finally:
                 backend.close()
             scores.append(score)
-            report_progress(f"evaluated {name}: {score.grade}, {score.score} points, in {time.perf_counter() - began:.1f} s")
+            report_progress(
+                f"evaluated {name}: {score.grade}, {score.score} points, in {time.perf_counter() - began:.1f} s"
+            )
     finally:
         services.probe_data_clear(owner=probe, uid=probe_uid)
     recommended = recommendation(scores)
@@ -263,7 +286,9 @@ def evaluation_run(
             run = EvaluationRun.objects.create(
                 started=started, finished=timezone.now(), ops=ops, recommendation=recommended, requested_by=requested_by
             )
-            BackendResult.objects.bulk_create(_stored_result(run, position, score) for position, score in enumerate(scores))
+            BackendResult.objects.bulk_create(
+                _stored_result(run, position, score) for position, score in enumerate(scores)
+            )
     return EvaluationReport(scores=scores, recommendation=recommended, ops=ops, run=run)
 
 

@@ -68,7 +68,11 @@ class FigureRow:
 
 def figure_rows(runs: list[EvaluationRun]) -> list[FigureRow]:
     """The charts' figures as table rows (newest run first), for people who do not see the charts."""
-    return [FigureRow(run=run, result=result, latency_ms=result_latency_ms(result)) for run in runs for result in run.results.all()]
+    return [
+        FigureRow(run=run, result=result, latency_ms=result_latency_ms(result))
+        for run in runs
+        for result in run.results.all()
+    ]
 
 
 def _run_now(request: HttpRequest) -> HttpResponse:

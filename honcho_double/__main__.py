@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if not 0.0 <= options.fail_rate <= 1.0:
         parser.error("--fail-rate must be between 0 and 1")
-    faults = FaultPlan(failure_rate=options.fail_rate, kinds=kinds, unauthorized=options.unauthorized, seed=options.seed)
+    faults = FaultPlan(
+        failure_rate=options.fail_rate, kinds=kinds, unauthorized=options.unauthorized, seed=options.seed
+    )
     double = HonchoDouble(api_key=options.api_key, faults=faults, timeout_delay=options.timeout_delay)
     base_url = double.serve(options.host, options.port)
 

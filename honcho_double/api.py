@@ -100,7 +100,12 @@ class Workspace:
     deleting: dict[str, Session] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "metadata": self.metadata, "configuration": self.configuration, "created_at": self.created_at}
+        return {
+            "id": self.id,
+            "metadata": self.metadata,
+            "configuration": self.configuration,
+            "created_at": self.created_at,
+        }
 
 
 # Filters ---------------------------------------------------------------------------------------
@@ -183,7 +188,9 @@ def _check_filters(filters: Any) -> dict[str, Any] | None:
         raise _invalid(["body", "filters"], "Input should be a valid dictionary", filters, "dict_type")
     for operator in ("AND", "OR", "NOT"):
         if operator in filters and not isinstance(filters[operator], list):
-            raise _invalid(["body", "filters", operator], "Input should be a valid list", filters[operator], "list_type")
+            raise _invalid(
+                ["body", "filters", operator], "Input should be a valid list", filters[operator], "list_type"
+            )
     return filters
 
 
@@ -200,7 +207,9 @@ def _page_parameters(query: dict[str, str]) -> tuple[int, int, bool]:
     except ValueError:
         raise _invalid(["query", "size"], "Input should be a valid integer", query.get("size"), "int_parsing") from None
     if page < 1:
-        raise _invalid(["query", "page"], "Input should be greater than or equal to 1", query.get("page"), "greater_than_equal")
+        raise _invalid(
+            ["query", "page"], "Input should be greater than or equal to 1", query.get("page"), "greater_than_equal"
+        )
     if not 1 <= size <= PAGE_SIZE_MAX:
         kind = "less_than_equal" if size > PAGE_SIZE_MAX else "greater_than_equal"
         bound = f"less than or equal to {PAGE_SIZE_MAX}" if size > PAGE_SIZE_MAX else "greater than or equal to 1"
@@ -230,7 +239,12 @@ def _body_object(body: Any, *, required: bool = True) -> dict[str, Any]:
     if body is None and not required:
         return {}
     if not isinstance(body, dict):
-        raise _invalid(["body"], "Input should be a valid dictionary or object to extract fields from", body, "model_attributes_type")
+        raise _invalid(
+            ["body"],
+            "Input should be a valid dictionary or object to extract fields from",
+            body,
+            "model_attributes_type",
+        )
     return body
 
 
@@ -241,7 +255,9 @@ def _check_id(body: dict[str, Any]) -> str:
     if not isinstance(resource_id, str):
         raise _invalid(["body", "id"], "Input should be a valid string", resource_id, "string_type")
     if not 1 <= len(resource_id) <= ID_MAX_LENGTH:
-        raise _invalid(["body", "id"], f"String should have at most {ID_MAX_LENGTH} characters", resource_id, "string_too_long")
+        raise _invalid(
+            ["body", "id"], f"String should have at most {ID_MAX_LENGTH} characters", resource_id, "string_too_long"
+        )
     if not ID_PATTERN.match(resource_id):
         raise _invalid(
             ["body", "id"], "String should match pattern '^[a-zA-Z0-9_-]+$'", resource_id, "string_pattern_mismatch"
@@ -255,7 +271,9 @@ def _check_metadata(metadata: Any, location: list[str | int]) -> dict[str, Any] 
     if not isinstance(metadata, dict):
         raise _invalid(location, "Input should be a valid dictionary", metadata, "dict_type")
     if _depth(metadata) > METADATA_MAX_DEPTH:
-        raise _invalid(location, f"Value error, Metadata nesting depth exceeds maximum of {METADATA_MAX_DEPTH}", metadata)
+        raise _invalid(
+            location, f"Value error, Metadata nesting depth exceeds maximum of {METADATA_MAX_DEPTH}", metadata
+        )
     return metadata
 
 
@@ -390,7 +408,13 @@ class HonchoState:
         self._workspace(workspace_id)
         return Reply(
             200,
-            {"total_work_units": 0, "completed_work_units": 0, "in_progress_work_units": 0, "pending_work_units": 0, "sessions": None},
+            {
+                "total_work_units": 0,
+                "completed_work_units": 0,
+                "in_progress_work_units": 0,
+                "pending_work_units": 0,
+                "sessions": None,
+            },
         )
 
     def _peer_list(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
@@ -442,7 +466,9 @@ class HonchoState:
             raise _invalid(["body", "query"], "Field required", body, "missing")
         limit = body.get("limit", 10)
         if not isinstance(limit, int) or not 1 <= limit <= SEARCH_LIMIT_MAX:
-            raise _invalid(["body", "limit"], f"Input should be between 1 and {SEARCH_LIMIT_MAX}", limit, "less_than_equal")
+            raise _invalid(
+                ["body", "limit"], f"Input should be between 1 and {SEARCH_LIMIT_MAX}", limit, "less_than_equal"
+            )
         filters = _check_filters(body.get("filters"))
         words = [word for word in query_text.lower().split() if word]
         found = [
@@ -552,7 +578,10 @@ class HonchoState:
             raise _invalid(["body", "messages"], "Field required", body, "missing")
         if not 1 <= len(batch) <= MESSAGES_PER_BATCH:
             raise _invalid(
-                ["body", "messages"], f"List should have at least 1 item and at most {MESSAGES_PER_BATCH}", batch, "too_long"
+                ["body", "messages"],
+                f"List should have at least 1 item and at most {MESSAGES_PER_BATCH}",
+                batch,
+                "too_long",
             )
         for index, message in enumerate(batch):
             if not isinstance(message, dict) or not isinstance(message.get("content"), str):
@@ -591,7 +620,9 @@ class HonchoState:
         filters = _check_filters(_body_object(body, required=False).get("filters"))
         return Reply(200, _page([message for message in session.messages if matches(message, filters)], query))
 
-    def _message_get(self, workspace_id: str, session_id: str, message_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _message_get(
+        self, workspace_id: str, session_id: str, message_id: str, *, query: dict[str, str], body: Any
+    ) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)
         for message in session.messages:

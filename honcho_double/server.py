@@ -64,7 +64,9 @@ class HonchoDouble:
 
     def sessions(self, workspace_id: str) -> list[dict[str, Any]]:
         """The live sessions of a workspace as JSON, each with its messages under "messages"."""
-        return [{**session.as_json(), "messages": list(session.messages)} for session in self.state.sessions(workspace_id)]
+        return [
+            {**session.as_json(), "messages": list(session.messages)} for session in self.state.sessions(workspace_id)
+        ]
 
     def purge(self) -> int:
         """Finish the deletes Honcho accepted with 202 (its background worker)."""
@@ -76,7 +78,9 @@ class HonchoDouble:
 
     # The one place a request is answered ------------------------------------------------------
 
-    def answer(self, method: str, path: str, query: dict[str, str], body: Any, authorization: str | None) -> tuple[Reply | None, Fault | None]:
+    def answer(
+        self, method: str, path: str, query: dict[str, str], body: Any, authorization: str | None
+    ) -> tuple[Reply | None, Fault | None]:
         """The reply to one request, and the fault applied to it (a None reply: send nothing)."""
         fault = self.faults.next_fault()
         reply: Reply | None
@@ -141,10 +145,21 @@ class HonchoDouble:
                 try:
                     body = json.loads(raw) if raw else None
                 except json.JSONDecodeError:
-                    self._send(Reply(422, {"detail": [{"type": "json_invalid", "loc": ["body"], "msg": "JSON decode error", "input": {}}]}))
+                    self._send(
+                        Reply(
+                            422,
+                            {
+                                "detail": [
+                                    {"type": "json_invalid", "loc": ["body"], "msg": "JSON decode error", "input": {}}
+                                ]
+                            },
+                        )
+                    )
                     return
                 parts = urlsplit(self.path)
-                reply, fault = double.answer(self.command, parts.path, dict(parse_qsl(parts.query)), body, self.headers.get("Authorization"))
+                reply, fault = double.answer(
+                    self.command, parts.path, dict(parse_qsl(parts.query)), body, self.headers.get("Authorization")
+                )
                 if fault is Fault.TIMEOUT:
                     time.sleep(double.timeout_delay)
                 if reply is None:

@@ -64,5 +64,7 @@ def probe_account() -> AbstractBaseUser:
             account.set_unusable_password()
             account.save()
         elif account.is_active:
-            raise ProbeAccountTaken(f"the account {PROBE_USERNAME!r} is reserved for evaluation probes but is an active account")
+            raise ProbeAccountTaken(
+                f"the account {PROBE_USERNAME!r} is reserved for evaluation probes but is an active account"
+            )
     return account

@@ -81,7 +81,14 @@ class MemoryEntryAdmin(admin.ModelAdmin):
             "",
             "<tr><td>{}</td><td>v{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
-                (event.at, event.version, event.get_action_display(), event.actor or "", event.value_before or "", event.value_after or "")
+                (
+                    event.at,
+                    event.version,
+                    event.get_action_display(),
+                    event.actor or "",
+                    event.value_before or "",
+                    event.value_after or "",
+                )
                 for event in events
             ),
         )
@@ -141,7 +148,9 @@ class MemoryEventAdmin(admin.ModelAdmin):
                 restored += 1
         self.message_user(request, f"Restored {restored} entries.", messages.SUCCESS if restored else messages.INFO)
         if skipped:
-            self.message_user(request, f"{skipped} entries exist again already and were left as they are.", messages.WARNING)
+            self.message_user(
+                request, f"{skipped} entries exist again already and were left as they are.", messages.WARNING
+            )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -157,7 +166,18 @@ class MemoryEventAdmin(admin.ModelAdmin):
 class SyncTaskAdmin(admin.ModelAdmin):
     """The sync outbox, read-only, with one action: put failed tasks back in the queue."""
 
-    list_display = ["uid", "key", "operation", "status", "owner", "version", "attempts", "next_attempt_at", "pending_since", "last_error"]
+    list_display = [
+        "uid",
+        "key",
+        "operation",
+        "status",
+        "owner",
+        "version",
+        "attempts",
+        "next_attempt_at",
+        "pending_since",
+        "last_error",
+    ]
     list_filter = ["status", "operation"]
     search_fields = ["uid", "key", "session_id", "last_error"]
     list_select_related = ["owner"]

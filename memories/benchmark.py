@@ -69,7 +69,17 @@ def seed_file(path: Path, *, owner: str, users: int, per_user: int, small_entrie
             for number in range(count):
                 # One entry a minute, in key order: the newest entries have the highest numbers.
                 moment = start + timedelta(minutes=number)
-                yield (owner, uid, entry_key(number), entry_value(rng, number), "fact", {"seq": number}, moment, moment, 1)
+                yield (
+                    owner,
+                    uid,
+                    entry_key(number),
+                    entry_value(rng, number),
+                    "fact",
+                    {"seq": number},
+                    moment,
+                    moment,
+                    1,
+                )
 
     with path.open("wb") as destination:
         return exchange.write_export(rows(), destination).count
@@ -142,7 +152,9 @@ RAW_EVENT = (
 )
 
 
-def raw_floor(database: Path, *, owner_id: int, uid: str, per_user: int, samples: int, rng: random.Random) -> dict[str, Timing]:
+def raw_floor(
+    database: Path, *, owner_id: int, uid: str, per_user: int, samples: int, rng: random.Random
+) -> dict[str, Timing]:
     """Time the operations as plain SQL on one persistent sqlite3 connection."""
     link = sqlite3.connect(database, isolation_level=None)
     link.execute("PRAGMA journal_mode=WAL")

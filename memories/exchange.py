@@ -96,7 +96,9 @@ def read_header(source: IO[bytes]) -> ExportHeader:
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise ExportFileError(f"the header does not name the format {FORMAT_NAME!r}")
     if header.get("format_version") != FORMAT_VERSION:
-        raise ExportFileError(f"format_version {header.get('format_version')!r} is not {FORMAT_VERSION}, the one this hub reads")
+        raise ExportFileError(
+            f"format_version {header.get('format_version')!r} is not {FORMAT_VERSION}, the one this hub reads"
+        )
     count, checksum = header.get("count"), header.get("sha256")
     if not isinstance(count, int) or count < 0 or not isinstance(checksum, str):
         raise ExportFileError("the header needs a count (a whole number) and a sha256 (hex text)")

@@ -101,4 +101,3 @@ class EntryCreateForm(EntryChangeForm):
 
     def clean_key(self) -> str:
         return _checked(check_key, self.cleaned_data["key"])
-

@@ -98,7 +98,9 @@ class MemoryEvent(models.Model):
     class Meta:
         verbose_name = "memory event"
         constraints = [
-            models.CheckConstraint(condition=models.Q(action__in=["create", "update", "delete"]), name="memory_event_action_valid"),
+            models.CheckConstraint(
+                condition=models.Q(action__in=["create", "update", "delete"]), name="memory_event_action_valid"
+            ),
         ]
         indexes = [
             models.Index(fields=["owner", "uid", "key", "-id"], name="memory_event_entry_history"),
@@ -127,7 +129,9 @@ class SyncTask(models.Model):
         UPSERT = "upsert", "upsert"
         DELETE = "delete", "delete"
 
-    session_id = models.CharField(max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, help_text="The entry's Honcho session.")
+    session_id = models.CharField(
+        max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, help_text="The entry's Honcho session."
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -138,7 +142,11 @@ class SyncTask(models.Model):
     )
     uid = models.CharField(max_length=UID_MAX_LENGTH)
     key = models.CharField(max_length=KEY_MAX_LENGTH)
-    operation = models.CharField(max_length=8, choices=Operation.choices, help_text="The latest change: the worker pushes the entry as it is now.")
+    operation = models.CharField(
+        max_length=8,
+        choices=Operation.choices,
+        help_text="The latest change: the worker pushes the entry as it is now.",
+    )
     version = models.PositiveIntegerField(help_text="The entry's version at the latest change.")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     revision = models.PositiveIntegerField(default=1, help_text="Bumped by each change.")
@@ -155,8 +163,12 @@ class SyncTask(models.Model):
     class Meta:
         verbose_name = "sync task"
         constraints = [
-            models.CheckConstraint(condition=models.Q(status__in=["pending", "failed", "done"]), name="sync_task_status_valid"),
-            models.CheckConstraint(condition=models.Q(operation__in=["upsert", "delete"]), name="sync_task_operation_valid"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=["pending", "failed", "done"]), name="sync_task_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(operation__in=["upsert", "delete"]), name="sync_task_operation_valid"
+            ),
         ]
         indexes = [
             # the worker's claim: pending tasks that are due

@@ -78,11 +78,7 @@ def uid_exists(*, owner: AbstractBaseUser, uid: str) -> bool:
 
 def entry_history(*, owner: AbstractBaseUser, uid: str, key: str) -> QuerySet[MemoryEvent]:
     """Every recorded change to (uid, key), newest first, including changes to since-deleted entries."""
-    return (
-        MemoryEvent.objects.filter(owner=owner, uid=uid, key=key)
-        .select_related("actor")
-        .order_by("-id")
-    )
+    return MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).select_related("actor").order_by("-id")
 
 
 def owner_counts(*, owner: AbstractBaseUser) -> dict[str, int]:
@@ -163,7 +159,9 @@ def sync_status(*, owner: AbstractBaseUser | None) -> SyncStatus:
         last_success=Max("done_at"),
     )
     # 2. the newest error
-    newest_error = tasks.exclude(last_error_at=None).order_by("-last_error_at").values("last_error", "last_error_at").first()
+    newest_error = (
+        tasks.exclude(last_error_at=None).order_by("-last_error_at").values("last_error", "last_error_at").first()
+    )
     oldest_pending = totals["oldest_pending"]
     return SyncStatus(
         enabled=settings.MEMORYHUB_HONCHO_SYNC,

@@ -52,7 +52,9 @@ def _check_expected(entry: MemoryEntry | None, expected_version: int | None) -> 
         raise VersionConflict(current)
 
 
-def _event(entry: MemoryEntry, *, action: str, actor: AbstractBaseUser | None, before: MemoryEntry | None) -> MemoryEvent:
+def _event(
+    entry: MemoryEntry, *, action: str, actor: AbstractBaseUser | None, before: MemoryEntry | None
+) -> MemoryEvent:
     after = entry if action != MemoryEvent.Action.DELETE else None
     return MemoryEvent(
         owner_id=entry.owner_id,
@@ -266,7 +268,9 @@ def entry_restore(*, owner: AbstractBaseUser, uid: str, key: str, actor: Abstrac
         if deletion is None or deletion.action != MemoryEvent.Action.DELETE:
             raise EntryNotFound(f"{uid}/{key}")
         creation = (
-            MemoryEvent.objects.filter(owner=owner, uid=uid, key=key, action=MemoryEvent.Action.CREATE, id__lt=deletion.id)
+            MemoryEvent.objects.filter(
+                owner=owner, uid=uid, key=key, action=MemoryEvent.Action.CREATE, id__lt=deletion.id
+            )
             .order_by("-id")
             .values_list("at", flat=True)
             .first()
@@ -407,7 +411,11 @@ def entries_batch(
                     outcomes.append(BatchOutcome(op=operation.op, key=operation.key, status=status, entry=result.entry))
                 else:
                     deleted = entry_delete(
-                        owner=owner, uid=uid, key=operation.key, actor=actor, expected_version=operation.expected_version
+                        owner=owner,
+                        uid=uid,
+                        key=operation.key,
+                        actor=actor,
+                        expected_version=operation.expected_version,
                     )
                     status = "deleted" if deleted is not None else "absent"
                     outcomes.append(BatchOutcome(op=operation.op, key=operation.key, status=status, entry=None))
@@ -572,7 +580,9 @@ def entries_import(
                 )  # fmt: skip
                 # What the sync outbox reads of a created entry: its identity, version and session.
                 created_entries.append(
-                    MemoryEntry(owner_id=owner.pk, uid=record.uid, key=record.key, version=version, honcho_session_id=session_id)
+                    MemoryEntry(
+                        owner_id=owner.pk, uid=record.uid, key=record.key, version=version, honcho_session_id=session_id
+                    )
                 )
                 event_rows.append(
                     (owner.pk, record.uid, record.key, MemoryEvent.Action.CREATE.value, version, None, record.value,

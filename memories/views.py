@@ -99,7 +99,7 @@ def _first_memory_curl(request: HttpRequest, uid: str = EXAMPLE_UID) -> str:
     # Built by hand: reverse() cannot take a uid holding '/', and would quote an already quoted one again.
     url = request.build_absolute_uri(f"{reverse('api:user-list')}/{quote(uid, safe='')}/memories/{EXAMPLE_KEY}")
     return (
-        f"curl -X PUT {url} -H \"Authorization: Token $MEMORYHUB_TOKEN\" "
+        f'curl -X PUT {url} -H "Authorization: Token $MEMORYHUB_TOKEN" '
         f"-H 'Content-Type: application/json' -d '{{\"value\": \"{EXAMPLE_VALUE}\"}}'"
     )
 
@@ -303,7 +303,12 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
                 return HttpResponseRedirect(entry_url)
     else:
         form = EntryChangeForm(
-            initial={"value": entry.value, "kind": entry.kind, "meta": format_meta(entry.meta), "version": entry.version}
+            initial={
+                "value": entry.value,
+                "kind": entry.kind,
+                "meta": format_meta(entry.meta),
+                "version": entry.version,
+            }
         )
     context = {"scope": scope, "form": form, "creating": False, "entry": entry, "entry_url": entry_url}
     return render(request, "memories/entry_form.html", context)
@@ -334,7 +339,9 @@ def user_forget(request: HttpRequest) -> HttpResponse:
         deleted = services.user_forget(owner=scope.owner, uid=uid, actor=request.user)
         if not deleted:
             raise Http404("No memories about that user.")
-        messages.success(request, f"Forgot {uid}: {deleted} memor{'y' if deleted == 1 else 'ies'} deleted, history kept.")
+        messages.success(
+            request, f"Forgot {uid}: {deleted} memor{'y' if deleted == 1 else 'ies'} deleted, history kept."
+        )
         return HttpResponseRedirect(page_url("dashboard:users", scope))
     entries = selectors.entry_list(owner=scope.owner, uid=uid).count()
     if not entries:

@@ -24,7 +24,9 @@ class RequestBodyLimitMiddleware:
             return JsonResponse({"detail": "Content-Length must be a whole number of bytes."}, status=400)
         if limit is not None and int(declared) > limit:
             return JsonResponse(
-                {"detail": f"The request body is {int(declared)} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."},
+                {
+                    "detail": f"The request body is {int(declared)} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."
+                },
                 status=413,
             )
         return self.get_response(request)

@@ -187,8 +187,12 @@ MEMORYHUB_QUERY_LIMIT = envint("MEMORYHUB_QUERY_LIMIT", 10, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMORYHUB_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
 # Requests each API token may make, as DRF writes rates ("1200/minute", "50/second"); empty: no limit.
 MEMORYHUB_RATE_LIMIT = os.environ.get("MEMORYHUB_RATE_LIMIT", "1200/minute").strip()
-if MEMORYHUB_RATE_LIMIT and not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", MEMORYHUB_RATE_LIMIT):
-    raise ImproperlyConfigured(f"MEMORYHUB_RATE_LIMIT must look like 1200/minute (per second, minute, hour or day); got {MEMORYHUB_RATE_LIMIT!r}")
+if MEMORYHUB_RATE_LIMIT and not re.fullmatch(
+    r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", MEMORYHUB_RATE_LIMIT
+):
+    raise ImproperlyConfigured(
+        f"MEMORYHUB_RATE_LIMIT must look like 1200/minute (per second, minute, hour or day); got {MEMORYHUB_RATE_LIMIT!r}"
+    )
 # The rate limit's counters live in a folder, so every worker process on a machine shares them.
 CACHES = {
     "default": {
@@ -221,7 +225,9 @@ HONCHO_TIMEOUT = envfloat("HONCHO_TIMEOUT", 5.0)
 # `manage.py honcho_sync`. On without Honcho configured is a mistake caught here, not at the first write.
 MEMORYHUB_HONCHO_SYNC = envbool("MEMORYHUB_HONCHO_SYNC", False)
 if MEMORYHUB_HONCHO_SYNC and not (HONCHO_URL or HONCHO_API_KEY):
-    raise ImproperlyConfigured("MEMORYHUB_HONCHO_SYNC=on needs Honcho configured: set HONCHO_URL (self-hosted) or HONCHO_API_KEY (cloud)")
+    raise ImproperlyConfigured(
+        "MEMORYHUB_HONCHO_SYNC=on needs Honcho configured: set HONCHO_URL (self-hosted) or HONCHO_API_KEY (cloud)"
+    )
 MEMORYHUB_SYNC_MAX_ATTEMPTS = envint("MEMORYHUB_SYNC_MAX_ATTEMPTS", 20, minimum=1)
 MEMORYHUB_SYNC_POLL_SECONDS = envfloat("MEMORYHUB_SYNC_POLL_SECONDS", 5.0)
 

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,74 +14,108 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='EvaluationRun',
+            name="EvaluationRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('started', models.DateTimeField()),
-                ('finished', models.DateTimeField()),
-                ('ops', models.PositiveIntegerField(help_text='Calls per operation (put, get, find).')),
-                ('recommendation', models.TextField()),
-                ('requested_by', models.ForeignKey(blank=True, help_text='The account that asked for it (none for the command line).', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("started", models.DateTimeField()),
+                ("finished", models.DateTimeField()),
+                ("ops", models.PositiveIntegerField(help_text="Calls per operation (put, get, find).")),
+                ("recommendation", models.TextField()),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The account that asked for it (none for the command line).",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'evaluation run',
-                'ordering': ['-started', '-id'],
+                "verbose_name": "evaluation run",
+                "ordering": ["-started", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='BackendResult',
+            name="BackendResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField(help_text='Order within the run.')),
-                ('name', models.CharField(max_length=32)),
-                ('available', models.BooleanField()),
-                ('cloud', models.BooleanField()),
-                ('reason', models.TextField(blank=True)),
-                ('put_ok', models.BooleanField(default=False)),
-                ('get_ok', models.BooleanField(default=False)),
-                ('find_ok', models.BooleanField(default=False)),
-                ('put_p50_ms', models.FloatField(blank=True, null=True)),
-                ('put_p95_ms', models.FloatField(blank=True, null=True)),
-                ('get_p50_ms', models.FloatField(blank=True, null=True)),
-                ('get_p95_ms', models.FloatField(blank=True, null=True)),
-                ('find_p50_ms', models.FloatField(blank=True, null=True)),
-                ('find_p95_ms', models.FloatField(blank=True, null=True)),
-                ('errors', models.JSONField(blank=True, default=dict, help_text='The first error of each operation that failed.')),
-                ('score', models.PositiveSmallIntegerField()),
-                ('grade', models.CharField(choices=[('A', 'A'), ('B', 'B'), ('C', 'C'), ('D', 'D'), ('F', 'F')], max_length=1)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='evaluation.evaluationrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveSmallIntegerField(help_text="Order within the run.")),
+                ("name", models.CharField(max_length=32)),
+                ("available", models.BooleanField()),
+                ("cloud", models.BooleanField()),
+                ("reason", models.TextField(blank=True)),
+                ("put_ok", models.BooleanField(default=False)),
+                ("get_ok", models.BooleanField(default=False)),
+                ("find_ok", models.BooleanField(default=False)),
+                ("put_p50_ms", models.FloatField(blank=True, null=True)),
+                ("put_p95_ms", models.FloatField(blank=True, null=True)),
+                ("get_p50_ms", models.FloatField(blank=True, null=True)),
+                ("get_p95_ms", models.FloatField(blank=True, null=True)),
+                ("find_p50_ms", models.FloatField(blank=True, null=True)),
+                ("find_p95_ms", models.FloatField(blank=True, null=True)),
+                (
+                    "errors",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="The first error of each operation that failed."
+                    ),
+                ),
+                ("score", models.PositiveSmallIntegerField()),
+                (
+                    "grade",
+                    models.CharField(
+                        choices=[("A", "A"), ("B", "B"), ("C", "C"), ("D", "D"), ("F", "F")], max_length=1
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="results",
+                        to="evaluation.evaluationrun",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'backend result',
-                'ordering': ['run', 'position'],
+                "verbose_name": "backend result",
+                "ordering": ["run", "position"],
             },
         ),
         migrations.AddIndex(
-            model_name='evaluationrun',
-            index=models.Index(fields=['-started', '-id'], name='evaluation_run_newest'),
+            model_name="evaluationrun",
+            index=models.Index(fields=["-started", "-id"], name="evaluation_run_newest"),
         ),
         migrations.AddConstraint(
-            model_name='evaluationrun',
-            constraint=models.CheckConstraint(condition=models.Q(('ops__gte', 1)), name='evaluation_run_ops_positive'),
+            model_name="evaluationrun",
+            constraint=models.CheckConstraint(condition=models.Q(("ops__gte", 1)), name="evaluation_run_ops_positive"),
         ),
         migrations.AddConstraint(
-            model_name='backendresult',
-            constraint=models.UniqueConstraint(fields=('run', 'name'), name='backend_result_unique_run_name'),
+            model_name="backendresult",
+            constraint=models.UniqueConstraint(fields=("run", "name"), name="backend_result_unique_run_name"),
         ),
         migrations.AddConstraint(
-            model_name='backendresult',
-            constraint=models.UniqueConstraint(fields=('run', 'position'), name='backend_result_unique_run_position'),
+            model_name="backendresult",
+            constraint=models.UniqueConstraint(fields=("run", "position"), name="backend_result_unique_run_position"),
         ),
         migrations.AddConstraint(
-            model_name='backendresult',
-            constraint=models.CheckConstraint(condition=models.Q(('score__lte', 100)), name='backend_result_score_at_most_100'),
+            model_name="backendresult",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("score__lte", 100)), name="backend_result_score_at_most_100"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='backendresult',
-            constraint=models.CheckConstraint(condition=models.Q(('grade__in', ['A', 'B', 'C', 'D', 'F'])), name='backend_result_grade_valid'),
+            model_name="backendresult",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("grade__in", ["A", "B", "C", "D", "F"])), name="backend_result_grade_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='backendresult',
-            constraint=models.CheckConstraint(condition=models.Q(('available', True), models.Q(('grade', 'F'), ('score', 0)), _connector='OR'), name='backend_result_unavailable_is_f'),
+            model_name="backendresult",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("available", True), models.Q(("grade", "F"), ("score", 0)), _connector="OR"),
+                name="backend_result_unavailable_is_f",
+            ),
         ),
     ]

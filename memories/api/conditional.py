@@ -53,7 +53,11 @@ def if_match_version(request: Request, *, uid: str, key: str) -> int | None:
             raise PreconditionFailed("The entry does not exist (If-Match: *).")
         return entry.version
     tags = [tag.strip() for tag in header.split(",") if tag.strip()]
-    versions = {int(tag[1:-1]) for tag in tags if len(tag) > 2 and tag[0] == tag[-1] == '"' and tag[1:-1].isascii() and tag[1:-1].isdigit()}
+    versions = {
+        int(tag[1:-1])
+        for tag in tags
+        if len(tag) > 2 and tag[0] == tag[-1] == '"' and tag[1:-1].isascii() and tag[1:-1].isdigit()
+    }
     if len(versions) == 1:
         return versions.pop()
     if not versions:

@@ -29,7 +29,9 @@ class ErrorDetailSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-PRECONDITION_FAILED = OpenApiResponse(ErrorDetailSerializer, description="If-Match names a version the entry is not at.")
+PRECONDITION_FAILED = OpenApiResponse(
+    ErrorDetailSerializer, description="If-Match names a version the entry is not at."
+)
 ENTRY_EXISTS = OpenApiResponse(ErrorDetailSerializer, description="The entry exists; there is nothing to restore.")
 
 

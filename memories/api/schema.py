@@ -27,7 +27,9 @@ BODY_ERRORS = {
 HTTP_METHODS = ("get", "put", "post", "patch", "delete")
 
 
-def document_error_responses(result: dict[str, Any], generator: object, request: object, public: bool) -> dict[str, Any]:
+def document_error_responses(
+    result: dict[str, Any], generator: object, request: object, public: bool
+) -> dict[str, Any]:
     """drf-spectacular post-processing hook: add the common error answers to every operation."""
     result.setdefault("components", {}).setdefault("schemas", {})[ERROR_SCHEMA_NAME] = ERROR_SCHEMA
     reference = {"$ref": f"#/components/schemas/{ERROR_SCHEMA_NAME}"}

@@ -40,8 +40,14 @@ class EntrySerializer(serializers.ModelSerializer):
 class EntryWriteSerializer(serializers.Serializer):
     """Body of PUT /users/{uid}/memories/{key} (and of PATCH, where every field is optional)."""
 
-    value = StrictCharField(allow_blank=True, help_text=f"The memory, at most {settings.MEMORYHUB_MAX_VALUE_BYTES} bytes.")
-    kind = StrictCharField(required=False, allow_blank=True, help_text="Defaults to 'preference' on creation; kept on update when left out.")
+    value = StrictCharField(
+        allow_blank=True, help_text=f"The memory, at most {settings.MEMORYHUB_MAX_VALUE_BYTES} bytes."
+    )
+    kind = StrictCharField(
+        required=False,
+        allow_blank=True,
+        help_text="Defaults to 'preference' on creation; kept on update when left out.",
+    )
     meta = serializers.JSONField(required=False, help_text="A JSON object; kept on update when left out.")
 
     def validate_value(self, value: str) -> str:
@@ -101,10 +107,16 @@ class CountsSerializer(serializers.Serializer):
 
 class SyncStatusSerializer(serializers.Serializer):
     enabled = serializers.BooleanField(help_text="Whether writes are mirrored to Honcho (MEMORYHUB_HONCHO_SYNC).")
-    scope = serializers.ChoiceField(choices=["account", "hub"], help_text="account: this account's entries; hub: every account's (staff).")
+    scope = serializers.ChoiceField(
+        choices=["account", "hub"], help_text="account: this account's entries; hub: every account's (staff)."
+    )
     pending = serializers.IntegerField(help_text="Changes waiting to be pushed.")
-    failed = serializers.IntegerField(help_text="Changes parked after an error that will not pass by waiting; retried by hand.")
-    oldest_pending_seconds = serializers.FloatField(allow_null=True, help_text="Age of the oldest change not yet in Honcho.")
+    failed = serializers.IntegerField(
+        help_text="Changes parked after an error that will not pass by waiting; retried by hand."
+    )
+    oldest_pending_seconds = serializers.FloatField(
+        allow_null=True, help_text="Age of the oldest change not yet in Honcho."
+    )
     last_success = serializers.DateTimeField(allow_null=True, help_text="When a push last worked.")
     last_error = serializers.CharField(allow_blank=True)
     last_error_at = serializers.DateTimeField(allow_null=True)
@@ -144,9 +156,7 @@ class BatchOperationSerializer(EntryCreateSerializer):
 class BatchSerializer(serializers.Serializer):
     """Body of POST /users/{uid}/memories/batch: the operations, applied in order, all or none."""
 
-    operations = BatchOperationSerializer(
-        many=True, allow_empty=False, max_length=BATCH_MAX_OPERATIONS
-    )
+    operations = BatchOperationSerializer(many=True, allow_empty=False, max_length=BATCH_MAX_OPERATIONS)
 
 
 class BatchOutcomeSerializer(serializers.Serializer):

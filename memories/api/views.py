@@ -146,7 +146,9 @@ class MemoryDetailView(HubAPIView):
             raise Http404
         return entry
 
-    @extend_schema(summary="Get a memory (its ETag is its version)", responses=EntrySerializer, parameters=[ETAG_HEADER])
+    @extend_schema(
+        summary="Get a memory (its ETag is its version)", responses=EntrySerializer, parameters=[ETAG_HEADER]
+    )
     def get(self, request: Request, uid: str, key: str) -> Response:
         entry = self._entry(request, uid, key)
         return with_etag(Response(EntrySerializer(entry).data), entry)
@@ -162,7 +164,12 @@ class MemoryDetailView(HubAPIView):
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
         result = services.entry_put(
-            owner=request.user, uid=uid, key=key, actor=request.user, expected_version=expected_version, **body.validated_data
+            owner=request.user,
+            uid=uid,
+            key=key,
+            actor=request.user,
+            expected_version=expected_version,
+            **body.validated_data,
         )
         return _write_response(result)
 
@@ -177,7 +184,12 @@ class MemoryDetailView(HubAPIView):
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
         result = services.entry_update(
-            owner=request.user, uid=uid, key=key, actor=request.user, expected_version=expected_version, **body.validated_data
+            owner=request.user,
+            uid=uid,
+            key=key,
+            actor=request.user,
+            expected_version=expected_version,
+            **body.validated_data,
         )
         return with_etag(Response(EntrySerializer(result.entry).data), result.entry)
 
@@ -295,7 +307,7 @@ class MemoryBatchView(HubAPIView):
         description=(
             "Operations run in order in one transaction. If any is invalid or meets a stale "
             "expected_version, nothing is applied and the 400 maps the index of each failed operation "
-            "to its errors: {\"operations\": {\"2\": {\"key\": [...]}}}. A memory whose key is 'batch' is still reached by "
+            'to its errors: {"operations": {"2": {"key": [...]}}}. A memory whose key is \'batch\' is still reached by '
             "GET, PUT, PATCH and DELETE on this path; only POST means a batch."
         ),
         request=BatchSerializer,
@@ -316,4 +328,3 @@ class MemoryBatchView(HubAPIView):
 
 
 _memory_detail_view = MemoryDetailView.as_view()
-

@@ -83,7 +83,9 @@ def _honcho_probe() -> tuple[Availability, bool]:
 
     config = HonchoConfig.from_settings()
     if not config.configured:
-        return Availability(ok=False, reason="Honcho is not configured: set HONCHO_URL or HONCHO_API_KEY"), config.is_cloud
+        return Availability(
+            ok=False, reason="Honcho is not configured: set HONCHO_URL or HONCHO_API_KEY"
+        ), config.is_cloud
     cache_key = (config.base_url, config.api_key, config.workspace_id)
     with _probe_lock:
         remembered = _probes.get(cache_key)
@@ -120,10 +122,20 @@ def hub_status() -> HubStatus:
         return _local_status("MEMORYHUB_BACKEND=local: the hub's own database; nothing leaves this machine")
     if choice == "honcho":
         availability, cloud = _honcho_probe()
-        return HubStatus(backend="honcho", cloud=cloud, available=availability.ok, reason=f"MEMORYHUB_BACKEND=honcho: {availability.reason}")
+        return HubStatus(
+            backend="honcho",
+            cloud=cloud,
+            available=availability.ok,
+            reason=f"MEMORYHUB_BACKEND=honcho: {availability.reason}",
+        )
     if not settings.HONCHO_API_KEY:
         return _local_status("auto: no HONCHO_API_KEY is set, so local, the default: nothing leaves this machine")
     availability, cloud = _honcho_probe()
     if availability.ok:
-        return HubStatus(backend="honcho", cloud=cloud, available=True, reason=f"auto: HONCHO_API_KEY is set and {availability.reason}")
+        return HubStatus(
+            backend="honcho",
+            cloud=cloud,
+            available=True,
+            reason=f"auto: HONCHO_API_KEY is set and {availability.reason}",
+        )
     return _local_status(f"auto: HONCHO_API_KEY is set but Honcho is not available ({availability.reason}), so local")

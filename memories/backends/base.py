@@ -75,7 +75,9 @@ class MemoryBackend(ABC):
         """Whether the backend answers now, after at most one round trip. Never raises."""
 
     @abstractmethod
-    def put(self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None) -> BackendEntry:
+    def put(
+        self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None
+    ) -> BackendEntry:
         """Create (uid, key) or replace its value; kind and meta left as None keep what is there.
 
         Returns the entry as stored. Raises BackendError.

@@ -208,7 +208,9 @@ class HonchoStore:
         self._ensured_peers: set[str] = set()
         # The store owns its connection pool (and closes it) unless the caller brought one.
         self._own_http_client = http_client is None
-        self._http_client = http_client or httpx.Client(base_url=self.config.base_url, timeout=httpx.Timeout(self.config.timeout))
+        self._http_client = http_client or httpx.Client(
+            base_url=self.config.base_url, timeout=httpx.Timeout(self.config.timeout)
+        )
         self._client = honcho_sdk.Honcho(
             api_key=self.config.api_key or None,
             base_url=self.config.base_url,
@@ -227,25 +229,44 @@ class HonchoStore:
         try:
             yield
         except honcho_sdk.AuthenticationError as error:
-            raise BackendError(f"{where} refused the API key (401) while {action}: {error.message}", retryable=False, status=401) from error
+            raise BackendError(
+                f"{where} refused the API key (401) while {action}: {error.message}", retryable=False, status=401
+            ) from error
         except honcho_sdk.PermissionDeniedError as error:
-            raise BackendError(f"{where} denied access (403) while {action}: {error.message}", retryable=False, status=403) from error
+            raise BackendError(
+                f"{where} denied access (403) while {action}: {error.message}", retryable=False, status=403
+            ) from error
         except honcho_sdk.RateLimitError as error:
             raise BackendError(
-                f"{where} is rate limiting (429) while {action}", retryable=True, status=429, retry_after=error.retry_after
+                f"{where} is rate limiting (429) while {action}",
+                retryable=True,
+                status=429,
+                retry_after=error.retry_after,
             ) from error
         except honcho_sdk.ServerError as error:
-            raise BackendError(f"{where} failed ({error.status}) while {action}: {error.message}", retryable=True, status=error.status) from error
+            raise BackendError(
+                f"{where} failed ({error.status}) while {action}: {error.message}", retryable=True, status=error.status
+            ) from error
         except honcho_sdk.TimeoutError as error:
-            raise BackendError(f"{where} did not answer within {self.config.timeout:g} s while {action}", retryable=True) from error
+            raise BackendError(
+                f"{where} did not answer within {self.config.timeout:g} s while {action}", retryable=True
+            ) from error
         except honcho_sdk.ConnectionError as error:
             raise BackendError(f"could not reach {where} while {action}: {error.message}", retryable=True) from error
         except honcho_sdk.APIError as error:
-            raise BackendError(f"{where} refused the request ({error.status}) while {action}: {error.message}", retryable=False, status=error.status) from error
+            raise BackendError(
+                f"{where} refused the request ({error.status}) while {action}: {error.message}",
+                retryable=False,
+                status=error.status,
+            ) from error
         except honcho_sdk.HonchoError as error:
-            raise BackendError(f"{where} failed while {action}: {error.message}", retryable=False, status=error.status) from error
+            raise BackendError(
+                f"{where} failed while {action}: {error.message}", retryable=False, status=error.status
+            ) from error
         except pydantic.ValidationError as error:
-            raise BackendError(f"{where} answered in an unexpected shape while {action}: {error}", retryable=False) from error
+            raise BackendError(
+                f"{where} answered in an unexpected shape while {action}: {error}", retryable=False
+            ) from error
 
     # Operations -------------------------------------------------------------------------------
 
@@ -388,14 +409,20 @@ class HonchoBackend(MemoryBackend):
 
     def available(self) -> Availability:
         if not self.config.configured:
-            return Availability(ok=False, reason="Honcho is not configured: set HONCHO_URL (self-hosted) or HONCHO_API_KEY (cloud)")
+            return Availability(
+                ok=False, reason="Honcho is not configured: set HONCHO_URL (self-hosted) or HONCHO_API_KEY (cloud)"
+            )
         try:
             self.store.ping()
         except BackendError as error:
             return Availability(ok=False, reason=error.message)
-        return Availability(ok=True, reason=f"Honcho at {self.config.base_url} answers (workspace {self.config.workspace_id})")
+        return Availability(
+            ok=True, reason=f"Honcho at {self.config.base_url} answers (workspace {self.config.workspace_id})"
+        )
 
-    def put(self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None) -> BackendEntry:
+    def put(
+        self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None
+    ) -> BackendEntry:
         found = self.store.fetch(self.owner.pk, uid, key)
         now = timezone.now()
         before = found.record if found else None

@@ -44,7 +44,9 @@ class LocalBackend(MemoryBackend):
     def available(self) -> Availability:
         return database_availability()
 
-    def put(self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None) -> BackendEntry:
+    def put(
+        self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None
+    ) -> BackendEntry:
         try:
             result = services.entry_put(owner=self.owner, uid=uid, key=key, value=value, kind=kind, meta=meta)
         except InvalidField as error:

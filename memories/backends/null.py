@@ -15,7 +15,9 @@ class NullBackend(MemoryBackend):
     def available(self) -> Availability:
         return Availability(ok=True, reason="null keeps nothing and is always available")
 
-    def put(self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None) -> BackendEntry:
+    def put(
+        self, uid: str, key: str, value: str, *, kind: str | None = None, meta: dict[str, Any] | None = None
+    ) -> BackendEntry:
         return BackendEntry(uid=uid, key=key, value=value, kind=kind or "preference", meta=meta or {})
 
     def get(self, uid: str, key: str) -> BackendEntry | None:

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,48 +14,101 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='MemoryEntry',
+            name="MemoryEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uid', models.CharField(max_length=255)),
-                ('key', models.CharField(max_length=255)),
-                ('value', models.TextField()),
-                ('kind', models.CharField(default='preference', max_length=32)),
-                ('meta', models.JSONField(blank=True, default=dict)),
-                ('created', models.DateTimeField()),
-                ('updated', models.DateTimeField()),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memory_entries', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("uid", models.CharField(max_length=255)),
+                ("key", models.CharField(max_length=255)),
+                ("value", models.TextField()),
+                ("kind", models.CharField(default="preference", max_length=32)),
+                ("meta", models.JSONField(blank=True, default=dict)),
+                ("created", models.DateTimeField()),
+                ("updated", models.DateTimeField()),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memory_entries",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'memory entry',
-                'verbose_name_plural': 'memory entries',
-                'indexes': [models.Index(fields=['owner', 'uid', '-updated'], name='memory_entry_owner_uid_upd'), models.Index(fields=['owner', 'kind'], name='memory_entry_owner_kind')],
-                'constraints': [models.UniqueConstraint(fields=('owner', 'uid', 'key'), name='memory_entry_unique_owner_uid_key'), models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='memory_entry_version_positive'), models.CheckConstraint(condition=models.Q(models.Q(('uid', ''), _negated=True), models.Q(('key', ''), _negated=True), models.Q(('kind', ''), _negated=True)), name='memory_entry_identity_not_empty')],
+                "verbose_name": "memory entry",
+                "verbose_name_plural": "memory entries",
+                "indexes": [
+                    models.Index(fields=["owner", "uid", "-updated"], name="memory_entry_owner_uid_upd"),
+                    models.Index(fields=["owner", "kind"], name="memory_entry_owner_kind"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("owner", "uid", "key"), name="memory_entry_unique_owner_uid_key"),
+                    models.CheckConstraint(
+                        condition=models.Q(("version__gte", 1)), name="memory_entry_version_positive"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("uid", ""), _negated=True),
+                            models.Q(("key", ""), _negated=True),
+                            models.Q(("kind", ""), _negated=True),
+                        ),
+                        name="memory_entry_identity_not_empty",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MemoryEvent',
+            name="MemoryEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uid', models.CharField(max_length=255)),
-                ('key', models.CharField(max_length=255)),
-                ('action', models.CharField(choices=[('create', 'created'), ('update', 'updated'), ('delete', 'deleted')], max_length=8)),
-                ('version', models.PositiveIntegerField()),
-                ('value_before', models.TextField(blank=True, null=True)),
-                ('value_after', models.TextField(blank=True, null=True)),
-                ('kind_before', models.CharField(blank=True, max_length=32, null=True)),
-                ('kind_after', models.CharField(blank=True, max_length=32, null=True)),
-                ('meta_before', models.JSONField(blank=True, null=True)),
-                ('meta_after', models.JSONField(blank=True, null=True)),
-                ('at', models.DateTimeField()),
-                ('actor', models.ForeignKey(blank=True, help_text='The account that made the change.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memory_events', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("uid", models.CharField(max_length=255)),
+                ("key", models.CharField(max_length=255)),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[("create", "created"), ("update", "updated"), ("delete", "deleted")], max_length=8
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("value_before", models.TextField(blank=True, null=True)),
+                ("value_after", models.TextField(blank=True, null=True)),
+                ("kind_before", models.CharField(blank=True, max_length=32, null=True)),
+                ("kind_after", models.CharField(blank=True, max_length=32, null=True)),
+                ("meta_before", models.JSONField(blank=True, null=True)),
+                ("meta_after", models.JSONField(blank=True, null=True)),
+                ("at", models.DateTimeField()),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The account that made the change.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memory_events",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'memory event',
-                'indexes': [models.Index(fields=['owner', 'uid', 'key', '-id'], name='memory_event_entry_history'), models.Index(fields=['owner', 'at'], name='memory_event_owner_at')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('action__in', ['create', 'update', 'delete'])), name='memory_event_action_valid')],
+                "verbose_name": "memory event",
+                "indexes": [
+                    models.Index(fields=["owner", "uid", "key", "-id"], name="memory_event_entry_history"),
+                    models.Index(fields=["owner", "at"], name="memory_event_owner_at"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("action__in", ["create", "update", "delete"])),
+                        name="memory_event_action_valid",
+                    )
+                ],
             },
         ),
     ]

@@ -14,50 +14,98 @@ def give_each_entry_its_own_session_id(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0001_initial'),
+        ("memories", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='memoryentry',
-            name='honcho_session_id',
+            model_name="memoryentry",
+            name="honcho_session_id",
             field=models.CharField(editable=False, max_length=64, null=True),
         ),
         migrations.RunPython(give_each_entry_its_own_session_id, migrations.RunPython.noop),
         migrations.AlterField(
-            model_name='memoryentry',
-            name='honcho_session_id',
-            field=models.CharField(default=memories.models.new_honcho_session_id, editable=False, max_length=64, unique=True),
+            model_name="memoryentry",
+            name="honcho_session_id",
+            field=models.CharField(
+                default=memories.models.new_honcho_session_id, editable=False, max_length=64, unique=True
+            ),
         ),
         migrations.CreateModel(
-            name='SyncTask',
+            name="SyncTask",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('session_id', models.CharField(help_text="The entry's Honcho session.", max_length=64, unique=True)),
-                ('uid', models.CharField(max_length=255)),
-                ('key', models.CharField(max_length=255)),
-                ('operation', models.CharField(choices=[('upsert', 'upsert'), ('delete', 'delete')], help_text='The latest change: the worker pushes the entry as it is now.', max_length=8)),
-                ('version', models.PositiveIntegerField(help_text="The entry's version at the latest change.")),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('failed', 'failed'), ('done', 'done')], default='pending', max_length=8)),
-                ('revision', models.PositiveIntegerField(default=1, help_text='Bumped by each change.')),
-                ('attempts', models.PositiveIntegerField(default=0, help_text='Failed pushes of the current revision.')),
-                ('next_attempt_at', models.DateTimeField()),
-                ('pending_since', models.DateTimeField(help_text='When the oldest change not yet in Honcho was made.')),
-                ('claim_token', models.CharField(blank=True, default='', help_text='The worker pass holding the task.', max_length=64)),
-                ('lease_until', models.DateTimeField(blank=True, help_text='Another worker may take the task after this.', null=True)),
-                ('last_error', models.TextField(blank=True, default='')),
-                ('last_error_at', models.DateTimeField(blank=True, null=True)),
-                ('done_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField()),
-                ('owner', models.ForeignKey(blank=True, help_text='Empty for a session whose account no longer exists (found by a reconciliation).', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sync_tasks', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("session_id", models.CharField(help_text="The entry's Honcho session.", max_length=64, unique=True)),
+                ("uid", models.CharField(max_length=255)),
+                ("key", models.CharField(max_length=255)),
+                (
+                    "operation",
+                    models.CharField(
+                        choices=[("upsert", "upsert"), ("delete", "delete")],
+                        help_text="The latest change: the worker pushes the entry as it is now.",
+                        max_length=8,
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(help_text="The entry's version at the latest change.")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "pending"), ("failed", "failed"), ("done", "done")],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                ("revision", models.PositiveIntegerField(default=1, help_text="Bumped by each change.")),
+                (
+                    "attempts",
+                    models.PositiveIntegerField(default=0, help_text="Failed pushes of the current revision."),
+                ),
+                ("next_attempt_at", models.DateTimeField()),
+                ("pending_since", models.DateTimeField(help_text="When the oldest change not yet in Honcho was made.")),
+                (
+                    "claim_token",
+                    models.CharField(
+                        blank=True, default="", help_text="The worker pass holding the task.", max_length=64
+                    ),
+                ),
+                (
+                    "lease_until",
+                    models.DateTimeField(
+                        blank=True, help_text="Another worker may take the task after this.", null=True
+                    ),
+                ),
+                ("last_error", models.TextField(blank=True, default="")),
+                ("last_error_at", models.DateTimeField(blank=True, null=True)),
+                ("done_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField()),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty for a session whose account no longer exists (found by a reconciliation).",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="sync_tasks",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'sync task',
-                'indexes': [models.Index(fields=['status', 'next_attempt_at'], name='sync_task_due'), models.Index(fields=['owner', 'status'], name='sync_task_owner_status')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'failed', 'done'])), name='sync_task_status_valid'), models.CheckConstraint(condition=models.Q(('operation__in', ['upsert', 'delete'])), name='sync_task_operation_valid')],
+                "verbose_name": "sync task",
+                "indexes": [
+                    models.Index(fields=["status", "next_attempt_at"], name="sync_task_due"),
+                    models.Index(fields=["owner", "status"], name="sync_task_owner_status"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("status__in", ["pending", "failed", "done"])), name="sync_task_status_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("operation__in", ["upsert", "delete"])), name="sync_task_operation_valid"
+                    ),
+                ],
             },
         ),
     ]

@@ -65,7 +65,12 @@ class OverheadReport:
         for timings in (self.off, self.on):
             rows.append((timings.label, f"{timings.p50:.3f}", f"{timings.p95:.3f}", f"{timings.mean:.3f}"))
         rows.append(
-            ("difference", f"{self.on.p50 - self.off.p50:+.3f}", f"{self.on.p95 - self.off.p95:+.3f}", f"{self.on.mean - self.off.mean:+.3f}")
+            (
+                "difference",
+                f"{self.on.p50 - self.off.p50:+.3f}",
+                f"{self.on.p95 - self.off.p95:+.3f}",
+                f"{self.on.mean - self.off.mean:+.3f}",
+            )
         )
         widths = [max(len(row[column]) for row in rows) for column in range(4)]
         lines = [
@@ -73,7 +78,12 @@ class OverheadReport:
             f"on {self.database}; a worker drained every {self.worker_interval:g} s against a Honcho that is down "
             f"({self.worker_drains} drains)"
         ]
-        lines += ["  ".join([row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True))]) for row in rows]
+        lines += [
+            "  ".join(
+                [row[0].ljust(widths[0]), *(cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True))]
+            )
+            for row in rows
+        ]
         lines.append(
             f"outbox rows left by the puts with sync on: {self.tasks_queued} (their {self.writes} changes collapsed per entry), "
             f"{self.tasks_pending} of them pending"
@@ -95,7 +105,9 @@ def _unreachable_honcho() -> HonchoConfig:
     with socket.socket() as placeholder:
         placeholder.bind(("127.0.0.1", 0))
         port = placeholder.getsockname()[1]
-    return HonchoConfig(base_url=f"http://127.0.0.1:{port}", api_key="", workspace_id="memoryhub-bench", timeout=1.0, configured=True)
+    return HonchoConfig(
+        base_url=f"http://127.0.0.1:{port}", api_key="", workspace_id="memoryhub-bench", timeout=1.0, configured=True
+    )
 
 
 class _DownHonchoWorker(threading.Thread):

@@ -115,7 +115,9 @@ def tasks_record(entries: Sequence[MemoryEntry], *, operation: SyncTask.Operatio
             cursor.execute(_upsert_sql(len(chunk)), parameters)
 
 
-def session_delete_record(*, session_id: str, owner_id: int | None, uid: str, key: str, version: int, now: datetime) -> None:
+def session_delete_record(
+    *, session_id: str, owner_id: int | None, uid: str, key: str, version: int, now: datetime
+) -> None:
     """Queue the deletion of a Honcho session that no entry holds (one a reconciliation found extra)."""
     orphan = MemoryEntry(honcho_session_id=session_id, owner_id=owner_id, uid=uid, key=key, version=max(version, 1))
     tasks_record([orphan], operation=SyncTask.Operation.DELETE, now=now)
@@ -137,7 +139,9 @@ class ClaimedTask:
 
 
 def _claimable(now: datetime) -> Q:
-    return Q(status=SyncTask.Status.PENDING, next_attempt_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    return Q(status=SyncTask.Status.PENDING, next_attempt_at__lte=now) & (
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    )
 
 
 def tasks_claim(*, limit: int, lease: timedelta, now: datetime, owner_id: int | None = None) -> list[ClaimedTask]:
@@ -185,8 +189,10 @@ def task_hold(task: ClaimedTask, *, lease: timedelta, now: datetime) -> bool:
 
 def task_done(task: ClaimedTask, *, now: datetime) -> bool:
     """Mark the task done if no change came since it was claimed (True); else release it, still pending (False)."""
-    finished = _held(task).filter(revision=task.revision).update(
-        status=SyncTask.Status.DONE, done_at=now, attempts=0, claim_token="", lease_until=None, updated_at=now
+    finished = (
+        _held(task)
+        .filter(revision=task.revision)
+        .update(status=SyncTask.Status.DONE, done_at=now, attempts=0, claim_token="", lease_until=None, updated_at=now)
     )
     if not finished:
         _release(task)
@@ -195,14 +201,18 @@ def task_done(task: ClaimedTask, *, now: datetime) -> bool:
 
 def _record_failure(task: ClaimedTask, *, error: str, now: datetime, **changes: object) -> None:
     """Count the failed attempt, keep its error and give the claim back, unless a newer change came meanwhile."""
-    updated = _held(task).filter(revision=task.revision).update(
-        attempts=F("attempts") + 1,
-        last_error=error[:LAST_ERROR_MAX_CHARS],
-        last_error_at=now,
-        claim_token="",
-        lease_until=None,
-        updated_at=now,
-        **changes,
+    updated = (
+        _held(task)
+        .filter(revision=task.revision)
+        .update(
+            attempts=F("attempts") + 1,
+            last_error=error[:LAST_ERROR_MAX_CHARS],
+            last_error_at=now,
+            claim_token="",
+            lease_until=None,
+            updated_at=now,
+            **changes,
+        )
     )
     if not updated:
         _release(task)
@@ -228,4 +238,11 @@ def tasks_retry_failed(*, task_ids: Iterable[int] | None = None, now: datetime) 
     failed = SyncTask.objects.filter(status=SyncTask.Status.FAILED)
     if task_ids is not None:
         failed = failed.filter(id__in=list(task_ids))
-    return failed.update(status=SyncTask.Status.PENDING, attempts=0, next_attempt_at=now, claim_token="", lease_until=None, updated_at=now)
+    return failed.update(
+        status=SyncTask.Status.PENDING,
+        attempts=0,
+        next_attempt_at=now,
+        claim_token="",
+        lease_until=None,
+        updated_at=now,
+    )

@@ -155,10 +155,16 @@ class SyncWorker:
                     outbox.task_retry_later(task, error=error.message, retry_at=now + timedelta(seconds=delay), now=now)
                     report.retrying += 1
                 else:
-                    reason = error.message if not error.retryable else f"gave up after {task.attempts + 1} attempts: {error.message}"
+                    reason = (
+                        error.message
+                        if not error.retryable
+                        else f"gave up after {task.attempts + 1} attempts: {error.message}"
+                    )
                     outbox.task_park(task, error=reason, now=now)
                     report.parked += 1
-                logger.warning("sync of %s/%s (session %s) failed: %s", task.uid, task.key, task.session_id, error.message)
+                logger.warning(
+                    "sync of %s/%s (session %s) failed: %s", task.uid, task.key, task.session_id, error.message
+                )
                 continue
             failures_in_a_row = 0
             if outbox.task_done(task, now=self.clock()):
@@ -220,7 +226,13 @@ def reconcile(store: HonchoStore) -> Reconciliation:
     for entry in entries:
         result.entries += 1
         found = remote.pop(entry.honcho_session_id, None)
-        identity = dict(session_id=entry.honcho_session_id, owner_id=entry.owner_id, uid=entry.uid, key=entry.key, version=entry.version)
+        identity = dict(
+            session_id=entry.honcho_session_id,
+            owner_id=entry.owner_id,
+            uid=entry.uid,
+            key=entry.key,
+            version=entry.version,
+        )
         if found is None:
             result.differences.append(Difference(kind="missing", **identity))
         elif record_metadata(found.record) != record_metadata(honcho_record(entry)):
@@ -228,7 +240,14 @@ def reconcile(store: HonchoStore) -> Reconciliation:
     for session_id, found in remote.items():
         record = found.record
         result.differences.append(
-            Difference(kind="extra", session_id=session_id, owner_id=record.owner_id, uid=record.uid, key=record.key, version=record.version)
+            Difference(
+                kind="extra",
+                session_id=session_id,
+                owner_id=record.owner_id,
+                uid=record.uid,
+                key=record.key,
+                version=record.version,
+            )
         )
     return result
 
@@ -245,5 +264,12 @@ def reconciliation_fix(result: Reconciliation, *, now: datetime) -> int:
         extras = [difference for difference in result.differences if difference.kind == "extra"]
         for extra in extras:
             owner_id = extra.owner_id if extra.owner_id in existing_accounts else None
-            outbox.session_delete_record(session_id=extra.session_id, owner_id=owner_id, uid=extra.uid, key=extra.key, version=extra.version, now=now)
+            outbox.session_delete_record(
+                session_id=extra.session_id,
+                owner_id=owner_id,
+                uid=extra.uid,
+                key=extra.key,
+                version=extra.version,
+                now=now,
+            )
     return len(entries) + len(extras)

@@ -131,7 +131,17 @@ def test_every_control_on_a_users_page_is_reachable_with_the_tab_key(page: Page,
     for _ in range(30):
         page.keyboard.press("Tab")
         reached.add(page.evaluate("document.activeElement.id || document.activeElement.textContent.trim()"))
-    for control in ["Skip to content", "Users", "New memory", "Forget alice…", "q", "kind", "Search", "language", "Log out"]:
+    for control in [
+        "Skip to content",
+        "Users",
+        "New memory",
+        "Forget alice…",
+        "q",
+        "kind",
+        "Search",
+        "language",
+        "Log out",
+    ]:
         assert control in reached, f"{control!r} is not reachable with Tab"
 
 

@@ -32,9 +32,18 @@ PAGES = [
 @pytest.fixture
 def sample_memories(owner):  # noqa: ANN001, ANN201
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python for scripts, Rust for tools")
-    services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim", kind="fact", meta={"source": "chat", "confidence": 0.9})
+    services.entry_put(
+        owner=owner,
+        uid="alice",
+        key="editor",
+        value="uses vim",
+        kind="fact",
+        meta={"source": "chat", "confidence": 0.9},
+    )
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim, with a tmux split for tests")
-    services.entry_put(owner=owner, uid="alice", key="answers", value="short answers, code first, no apologies", kind="pattern")
+    services.entry_put(
+        owner=owner, uid="alice", key="answers", value="short answers, code first, no apologies", kind="pattern"
+    )
     services.entry_put(owner=owner, uid="alice", key="timezone", value="Europe/Lisbon", kind="fact")
     services.entry_put(owner=owner, uid="discord:1234", key="tone", value="answers in French")
     services.entry_put(owner=owner, uid="bob", key="project", value="maintains the billing service", kind="fact")
@@ -59,7 +68,14 @@ def _fits_the_width(page: Page) -> bool:
 
 @pytest.mark.parametrize("screen", ["desktop", "phone"])
 def test_the_main_pages_fit_the_screen_and_are_photographed(
-    browser: Browser, live_server, owner, stranger, sample_memories, sample_evaluations, screen: str, tmp_path: Path  # noqa: ANN001
+    browser: Browser,
+    live_server,
+    owner,
+    stranger,
+    sample_memories,
+    sample_evaluations,
+    screen: str,
+    tmp_path: Path,  # noqa: ANN001
 ) -> None:
     folder = Path(os.environ.get("MEMORYHUB_SCREENSHOTS_DIR") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)

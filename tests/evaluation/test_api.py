@@ -45,7 +45,10 @@ def test_the_tools_evaluate_action_replies_as_the_reference_does(owner_api, owne
     reply = owner_api.post("/api/v1/tool", {"action": "evaluate"}, format="json").json()
     assert reply["ok"] is True
     assert reply["recommendation"] == "Best: local (100pts, A)"
-    assert [(result["name"], result["ok"], result["grade"]) for result in reply["results"]] == [("null", True, "B"), ("local", True, "A")]
+    assert [(result["name"], result["ok"], result["grade"]) for result in reply["results"]] == [
+        ("null", True, "B"),
+        ("local", True, "A"),
+    ]
     assert not EvaluationRun.objects.exists(), "only staff add runs to the hub's stored evaluations"
 
 

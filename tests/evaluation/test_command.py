@@ -19,7 +19,11 @@ def evaluate(*arguments: str) -> tuple[str, str]:
 
 
 def rows(table: str) -> dict[str, list[str]]:
-    return {line.split()[0]: line.split() for line in table.splitlines()[1:] if line.split() and line.split()[0] in ("null", "local", "honcho")}
+    return {
+        line.split()[0]: line.split()
+        for line in table.splitlines()[1:]
+        if line.split() and line.split()[0] in ("null", "local", "honcho")
+    }
 
 
 def test_it_prints_a_table_grading_local_a_and_recommending_it(db):  # noqa: ANN001
@@ -45,7 +49,9 @@ def test_json_is_one_document_in_the_reference_shape_with_the_new_fields(db):  #
     assert {"name", "ok", "cloud", "score", "grade"} <= set(local)
     assert (local["ok"], local["cloud"], local["grade"], local["ops"]) == (True, False, "A", 2)
     assert set(local["operations"]) == {"put", "get", "find"}
-    assert all(operation["ok"] and operation["p95_ms"] >= operation["p50_ms"] for operation in local["operations"].values())
+    assert all(
+        operation["ok"] and operation["p95_ms"] >= operation["p50_ms"] for operation in local["operations"].values()
+    )
 
 
 def test_a_run_is_stored_unless_no_save_is_given(db):  # noqa: ANN001

@@ -18,13 +18,19 @@ from tests.evaluation.conftest import closed_port_url
 SCRIPT = "<script>alert(1)</script>"
 
 
-def stored_run(*, minutes_ago: int, results: list[dict], recommendation: str = "Best: local (100pts, A)") -> EvaluationRun:
+def stored_run(
+    *, minutes_ago: int, results: list[dict], recommendation: str = "Best: local (100pts, A)"
+) -> EvaluationRun:
     """A run as evaluation.services stores one, with chosen figures (so a chart's points are known)."""
     started = timezone.now() - timedelta(minutes=minutes_ago)
     run = EvaluationRun.objects.create(started=started, finished=started, ops=3, recommendation=recommendation)
     for position, figures in enumerate(results):
         available = figures.get("available", True)
-        latencies = {f"{operation}_{kind}_ms": figures.get("ms", 1.0) for operation in ("put", "get", "find") for kind in ("p50", "p95")}
+        latencies = {
+            f"{operation}_{kind}_ms": figures.get("ms", 1.0)
+            for operation in ("put", "get", "find")
+            for kind in ("p50", "p95")
+        }
         BackendResult.objects.create(
             run=run,
             position=position,
@@ -103,8 +109,14 @@ def test_every_account_sees_the_latest_runs_table_and_recommendation(stranger_cl
     assert null_row.count("FAIL") == 2 and '<span class="grade grade-B">B</span>' in null_row
     assert "get: get did not return what put stored" in null_row
     local_row = re.search(r'<th scope="row" class="backend">local</th>.*?</tr>', page, re.DOTALL).group(0)
-    assert local_row.count("<span>ok\n") == 3 and ">100<" in local_row and '<span class="grade grade-A">A</span>' in local_row
-    assert re.search(r'data-label="Put \(p50 / p95 ms\)"><span>ok\s+<span class="timing">[\d.]+ / [\d.]+</span>', local_row)
+    assert (
+        local_row.count("<span>ok\n") == 3
+        and ">100<" in local_row
+        and '<span class="grade grade-A">A</span>' in local_row
+    )
+    assert re.search(
+        r'data-label="Put \(p50 / p95 ms\)"><span>ok\s+<span class="timing">[\d.]+ / [\d.]+</span>', local_row
+    )
 
 
 def test_an_unreachable_backend_is_graded_f_with_its_reason_and_has_no_latency_point(owner_client, settings):  # noqa: ANN001
@@ -121,7 +133,13 @@ def test_an_unreachable_backend_is_graded_f_with_its_reason_and_has_no_latency_p
 
 def test_the_charts_draw_a_point_for_each_run_of_each_backend(owner_client):  # noqa: ANN001
     for minutes_ago, local_score in [(30, 80), (20, 90), (10, 100)]:
-        stored_run(minutes_ago=minutes_ago, results=[{"name": "null", "score": 75, "grade": "B", "ms": 0.002}, {"name": "local", "score": local_score, "ms": 2.0}])
+        stored_run(
+            minutes_ago=minutes_ago,
+            results=[
+                {"name": "null", "score": 75, "grade": "B", "ms": 0.002},
+                {"name": "local", "score": local_score, "ms": 2.0},
+            ],
+        )
     page = owner_client.get("/evaluations/").content.decode()
     scores, latencies = chart(page, "score-chart"), chart(page, "latency-chart")
     for svg in (scores, latencies):
@@ -134,7 +152,12 @@ def test_the_charts_draw_a_point_for_each_run_of_each_backend(owner_client):  # 
     (x1, y1), (x2, y2), (x3, y3) = [tuple(map(float, pair.split(","))) for pair in line.split()]
     assert x1 < x2 < x3 and y1 > y2 > y3
     # The logarithmic latency axis spans the figures: 1 µs to 10 ms.
-    assert ">0.001</text>" in latencies and ">10</text>" in latencies and ">100</text>" not in latencies and "ms (put 2.00, get 2.00, find 2.00)</title>" in latencies
+    assert (
+        ">0.001</text>" in latencies
+        and ">10</text>" in latencies
+        and ">100</text>" not in latencies
+        and "ms (put 2.00, get 2.00, find 2.00)</title>" in latencies
+    )
     assert page.count("<tr>") >= 1 + 6 and "The charts' figures as a table" in page
 
 
@@ -176,15 +199,27 @@ def test_every_page_links_to_the_evaluations(owner_client):  # noqa: ANN001
 
 def test_the_overview_shows_the_latest_evaluations_grade(owner_client):  # noqa: ANN001
     assert "No evaluation yet: run <code>python manage.py evaluate</code>" in owner_client.get("/").content.decode()
-    stored_run(minutes_ago=20, results=[{"name": "local", "score": 60, "grade": "B"}], recommendation="Best: local (60pts, B)")
+    stored_run(
+        minutes_ago=20, results=[{"name": "local", "score": 60, "grade": "B"}], recommendation="Best: local (60pts, B)"
+    )
     stored_run(
         minutes_ago=5,
-        results=[{"name": "null", "score": 75, "grade": "B"}, {"name": "local", "score": 100}, {"name": "honcho", "available": False, "cloud": True}],
+        results=[
+            {"name": "null", "score": 75, "grade": "B"},
+            {"name": "local", "score": 100},
+            {"name": "honcho", "available": False, "cloud": True},
+        ],
     )
-    panel = re.search(r'<section class="card" aria-labelledby="evaluation-title">.*?</section>', owner_client.get("/").content.decode(), re.DOTALL).group(0)
+    panel = re.search(
+        r'<section class="card" aria-labelledby="evaluation-title">.*?</section>',
+        owner_client.get("/").content.decode(),
+        re.DOTALL,
+    ).group(0)
     assert '<span class="grade grade-A big">A</span>\n    <strong>local</strong>, 100 points' in panel
     assert "Best: local (100pts, A)" in panel and "(60pts, B)" not in panel
-    assert 'honcho <span class="grade grade-F">F</span>' in panel and 'null <span class="grade grade-B">B</span>' in panel
+    assert (
+        'honcho <span class="grade grade-F">F</span>' in panel and 'null <span class="grade grade-B">B</span>' in panel
+    )
 
 
 def test_the_overview_panel_names_no_backend_when_only_null_answered(owner_client):  # noqa: ANN001

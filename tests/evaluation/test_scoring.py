@@ -13,7 +13,9 @@ from evaluation.scoring import (
 )
 
 
-def operations(put_ok: bool = True, get_ok: bool = True, find_ok: bool = True, ms: float = 1.0) -> dict[str, OperationResult]:
+def operations(
+    put_ok: bool = True, get_ok: bool = True, find_ok: bool = True, ms: float = 1.0
+) -> dict[str, OperationResult]:
     return {
         "put": OperationResult(ok=put_ok, latencies_ms=(ms,)),
         "get": OperationResult(ok=get_ok, latencies_ms=(ms,)),
@@ -54,7 +56,9 @@ def test_null_scores_its_put_and_speed_but_not_get_or_find():
 
 def test_the_latency_tier_reads_the_mean_of_the_medians_not_the_slow_tail():
     slow_tail = OperationResult(ok=True, latencies_ms=(1.0,) * 19 + (900.0,))
-    graded = score_backend(name="local", cloud=False, reason="", operations={"put": slow_tail, "get": slow_tail, "find": slow_tail})
+    graded = score_backend(
+        name="local", cloud=False, reason="", operations={"put": slow_tail, "get": slow_tail, "find": slow_tail}
+    )
     assert graded.latency_ms == 1.0
     assert graded.score == 100
 

@@ -85,7 +85,10 @@ def test_a_run_is_stored_with_one_result_per_backend_in_order(owner):  # noqa: A
     local = results[0]
     assert (local.available, local.put_ok, local.get_ok, local.find_ok, local.grade) == (True, True, True, True, "A")
     assert local.put_p95_ms >= local.put_p50_ms > 0
-    assert results[1].errors == {"get": "get did not return what put stored", "find": "find did not return the entry holding the text"}
+    assert results[1].errors == {
+        "get": "get did not return what put stored",
+        "find": "find did not return the entry holding the text",
+    }
 
 
 def test_an_active_account_holding_the_probe_name_stops_the_run(db):  # noqa: ANN001

@@ -64,7 +64,11 @@ def test_first_run_creates_the_admin_once_and_prints_its_password_and_token(db, 
     out, _ = _run("first_run")
     again, _ = _run("first_run")
 
-    lines = dict(line.strip().split(":", 1) for line in out.splitlines() if line.startswith("  ") and ":" in line and "curl" not in line)
+    lines = dict(
+        line.strip().split(":", 1)
+        for line in out.splitlines()
+        if line.startswith("  ") and ":" in line and "curl" not in line
+    )
     password, token = lines["password"].strip(), lines["API token"].strip()
     assert User.objects.get(username="admin").check_password(password)
     assert _works(token)

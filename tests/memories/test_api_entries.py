@@ -8,7 +8,9 @@ BASE = "/api/v1/users"
 
 @pytest.fixture
 def alice_language(owner):  # noqa: ANN001, ANN201
-    return services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python", meta={"source": "chat"}).entry
+    return services.entry_put(
+        owner=owner, uid="alice", key="language", value="prefers Python", meta={"source": "chat"}
+    ).entry
 
 
 def test_put_creates_with_201_then_answers_200_when_changed_or_unchanged(owner_api):
@@ -58,7 +60,11 @@ def test_patch_changes_only_what_it_sends(owner_api, alice_language):
     response = owner_api.patch(f"{BASE}/alice/memories/language", {"kind": "fact"}, format="json")
 
     assert response.status_code == 200
-    assert (response.json()["value"], response.json()["kind"], response.json()["version"]) == ("prefers Python", "fact", 2)
+    assert (response.json()["value"], response.json()["kind"], response.json()["version"]) == (
+        "prefers Python",
+        "fact",
+        2,
+    )
     assert owner_api.patch(f"{BASE}/alice/memories/nothing", {"kind": "fact"}, format="json").status_code == 404
 
 
@@ -86,7 +92,9 @@ def test_history_lists_every_change_newest_first_with_the_account_that_made_it(o
 
 def test_list_is_newest_first_paginated_and_filters_on_kind(owner, owner_api):
     for number in range(5):
-        services.entry_put(owner=owner, uid="alice", key=f"k{number}", value=f"v{number}", kind="fact" if number % 2 else "preference")
+        services.entry_put(
+            owner=owner, uid="alice", key=f"k{number}", value=f"v{number}", kind="fact" if number % 2 else "preference"
+        )
 
     page = owner_api.get(f"{BASE}/alice/memories/?page_size=2").json()
     assert page["count"] == 5
@@ -159,8 +167,12 @@ OWNER_ROUTES = [
 ]
 
 
-@pytest.mark.parametrize(("method", "path", "body"), [route for route in OWNER_ROUTES if route[0] in ("get", "patch", "delete")])
-def test_a_stranger_gets_404_as_for_a_missing_entry_and_changes_nothing(stranger_api, alice_language, method, path, body):
+@pytest.mark.parametrize(
+    ("method", "path", "body"), [route for route in OWNER_ROUTES if route[0] in ("get", "patch", "delete")]
+)
+def test_a_stranger_gets_404_as_for_a_missing_entry_and_changes_nothing(
+    stranger_api, alice_language, method, path, body
+):
     response = getattr(stranger_api, method)(path, body, format="json")
 
     assert response.status_code == 404

@@ -24,7 +24,13 @@ def test_a_batch_applies_puts_and_deletes_in_order_and_reports_each(owner, owner
     ]
     response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
     assert response.status_code == 200
-    assert [item["status"] for item in response.json()["results"]] == ["created", "updated", "unchanged", "deleted", "absent"]
+    assert [item["status"] for item in response.json()["results"]] == [
+        "created",
+        "updated",
+        "unchanged",
+        "deleted",
+        "absent",
+    ]
     entry = selectors.entry_get(owner=owner, uid="alice", key="language")
     assert (entry.value, entry.kind, entry.meta, entry.version) == ("Rust", "fact", {"source": "chat"}, 2)
     assert _keys(owner) == ["language", "same"]

@@ -22,7 +22,9 @@ def test_a_tiny_run_writes_every_figure_and_keeps_the_hand_written_analysis(tmp_
         sys.executable, "manage.py", "benchmark", "--entries", "300", "--users", "3", "--samples", "4",
         "--http-requests", "8", "--http-clients", "2", "--report", str(report),
     ]  # fmt: skip
-    completed = subprocess.run(command, cwd=settings.BASE_DIR, env=environment, capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(
+        command, cwd=settings.BASE_DIR, env=environment, capture_output=True, text=True, timeout=300
+    )
     assert completed.returncode == 0, completed.stderr
     text = report.read_text()
     assert "stale figures" not in text

@@ -48,12 +48,16 @@ def test_a_bad_field_is_named_next_to_it_and_what_was_typed_is_kept(owner_client
 
 def test_a_value_over_the_byte_limit_names_the_limit(owner_client, settings):  # noqa: ANN001
     settings.MEMORYHUB_MAX_VALUE_BYTES = 8
-    page = owner_client.post("/memory/new/", {"uid": "alice", "key": "k", "value": "ééééé", "kind": "fact", "meta": "{}"})
+    page = owner_client.post(
+        "/memory/new/", {"uid": "alice", "key": "k", "value": "ééééé", "kind": "fact", "meta": "{}"}
+    )
     assert "must be at most 8 bytes (UTF-8); got 10." in page.content.decode()
 
 
 def test_meta_must_be_a_json_object(owner_client):  # noqa: ANN001
-    page = owner_client.post("/memory/new/", {"uid": "alice", "key": "k", "value": "v", "kind": "fact", "meta": "[1, 2]"})
+    page = owner_client.post(
+        "/memory/new/", {"uid": "alice", "key": "k", "value": "v", "kind": "fact", "meta": "[1, 2]"}
+    )
     assert "must be a JSON object." in page.content.decode()
 
 
@@ -68,7 +72,9 @@ def test_meta_nested_past_any_parser_is_a_field_error_not_a_server_error(owner_c
 
 
 def test_creating_a_key_that_exists_asks_to_edit_it_instead(owner_client, language):  # noqa: ANN001
-    page = owner_client.post("/memory/new/", {"uid": "alice", "key": "language", "value": "x", "kind": "fact", "meta": "{}"})
+    page = owner_client.post(
+        "/memory/new/", {"uid": "alice", "key": "language", "value": "x", "kind": "fact", "meta": "{}"}
+    )
     assert "has a memory with this key already" in page.content.decode()
     language.refresh_from_db()
     assert language.value == "prefers Python"
@@ -106,13 +112,19 @@ def test_deleting_asks_first_then_deletes_and_keeps_the_history(owner_client, ow
     response = owner_client.post("/memory/delete/?uid=alice&key=language")
     assert response["Location"] == "/user/?uid=alice"
     assert selectors.entry_get(owner=owner, uid="alice", key="language") is None
-    assert list(MemoryEvent.objects.filter(owner=owner).values_list("action", flat=True).order_by("id")) == ["create", "delete"]
+    assert list(MemoryEvent.objects.filter(owner=owner).values_list("action", flat=True).order_by("id")) == [
+        "create",
+        "delete",
+    ]
 
 
 def test_forgetting_a_user_asks_first_then_deletes_every_memory(owner_client, owner, language):  # noqa: ANN001
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim")
     services.entry_put(owner=owner, uid="bob", key="editor", value="uses emacs")
-    assert "All <strong>2</strong> memories about <strong>alice</strong>" in owner_client.get("/user/forget/?uid=alice").content.decode()
+    assert (
+        "All <strong>2</strong> memories about <strong>alice</strong>"
+        in owner_client.get("/user/forget/?uid=alice").content.decode()
+    )
     response = owner_client.post("/user/forget/?uid=alice", follow=True)
     assert "Forgot alice: 2 memories deleted, history kept." in response.content.decode()
     assert list(MemoryEntry.objects.values_list("uid", flat=True)) == ["bob"]
@@ -171,7 +183,9 @@ def test_the_edit_form_renders_in_three_queries(owner_client, language, django_a
 
 
 def test_an_empty_form_names_each_missing_field_and_its_limit(owner_client):  # noqa: ANN001
-    page = owner_client.post("/memory/new/", {"uid": "", "key": "", "value": "", "kind": "", "meta": ""}).content.decode()
+    page = owner_client.post(
+        "/memory/new/", {"uid": "", "key": "", "value": "", "kind": "", "meta": ""}
+    ).content.decode()
     assert '<p class="error" id="id_uid_error">must not be empty (1 to 255 characters).</p>' in page
     assert '<p class="error" id="id_key_error">must not be empty (1 to 255 characters).</p>' in page
     assert '<p class="error" id="id_kind_error">must be 1 to 32 characters; got 0.</p>' in page

@@ -93,7 +93,7 @@ def test_the_entry_page_shows_the_value_pretty_meta_and_history(owner_client, ow
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses emacs")
     page = owner_client.get("/memory/?uid=alice&key=editor").content.decode()
     assert '<pre class="value">uses emacs</pre>' in page
-    assert '{\n  &quot;source&quot;: &quot;chat&quot;\n}' in page
+    assert "{\n  &quot;source&quot;: &quot;chat&quot;\n}" in page
     assert '<pre class="before">uses vim</pre>' in page and '<pre class="after">uses emacs</pre>' in page
     assert page.index("updated") < page.index("created")
 
@@ -130,7 +130,9 @@ def test_an_account_never_sees_another_accounts_memories(stranger_client, alice_
     assert "No memories about this user." in stranger_client.get("/user/?uid=alice").content.decode()
     assert stranger_client.get("/memory/?uid=alice&key=language").status_code == 404
     assert stranger_client.get("/memory/edit/?uid=alice&key=language").status_code == 404
-    assert '<span class="number">0</span> <span class="label">entries</span>' in stranger_client.get("/").content.decode()
+    assert (
+        '<span class="number">0</span> <span class="label">entries</span>' in stranger_client.get("/").content.decode()
+    )
 
 
 def test_naming_another_account_does_nothing_for_an_account_that_is_not_staff(stranger_client, alice_memories):  # noqa: ANN001
@@ -142,7 +144,10 @@ def test_staff_switch_to_all_accounts_and_open_anothers_memories(staff_client, a
     assert ">alice</a>" not in staff_client.get("/users/").content.decode()
     everyone = staff_client.get("/users/?all=1").content.decode()
     assert 'href="/user/?uid=alice&amp;account=owner"' in everyone
-    assert '<span class="number">3</span> <span class="label">entries</span>' in staff_client.get("/?all=1").content.decode()
+    assert (
+        '<span class="number">3</span> <span class="label">entries</span>'
+        in staff_client.get("/?all=1").content.decode()
+    )
     page = staff_client.get("/user/?uid=alice&account=owner").content.decode()
     assert "Staff view" in page and 'href="/memory/?uid=alice&amp;key=language&amp;account=owner"' in page
 
@@ -154,7 +159,9 @@ def test_the_overview_renders_in_six_queries(owner_client, alice_memories, setti
         assert owner_client.get("/").status_code == 200
 
 
-def test_the_all_accounts_overview_renders_in_seven_queries(staff_client, alice_memories, settings, django_assert_num_queries):  # noqa: ANN001
+def test_the_all_accounts_overview_renders_in_seven_queries(
+    staff_client, alice_memories, settings, django_assert_num_queries
+):  # noqa: ANN001
     settings.MEMORYHUB_OVERVIEW_PANELS = []  # other apps' panels pin their own queries in their tests
     # session, account, entry count, distinct users, kinds, changes in 24 hours, the backend's SELECT 1
     with django_assert_num_queries(7):
@@ -204,7 +211,10 @@ def test_pages_load_nothing_from_another_host(owner_client, alice_memories):  # 
 
 def grade_panel(request, owner):  # noqa: ANN001, ANN201
     """An overview panel as another app (evaluation) would register one."""
-    return {"template": engines["django"].from_string("<p>Latest grade {{ panel.grade }} for {{ user }}</p>"), "grade": "A"}
+    return {
+        "template": engines["django"].from_string("<p>Latest grade {{ panel.grade }} for {{ user }}</p>"),
+        "grade": "A",
+    }
 
 
 def test_other_apps_add_panels_to_the_overview_through_a_setting(owner_client, settings):  # noqa: ANN001

@@ -58,7 +58,10 @@ def test_if_match_on_a_missing_entry_is_refused_instead_of_creating_it(owner_api
 
 
 def test_if_match_star_needs_the_entry_to_exist(stored):
-    assert stored.put("/api/v1/users/alice/memories/new", {"value": "x"}, format="json", HTTP_IF_MATCH="*").status_code == 412
+    assert (
+        stored.put("/api/v1/users/alice/memories/new", {"value": "x"}, format="json", HTTP_IF_MATCH="*").status_code
+        == 412
+    )
     assert stored.put(URL, {"value": "kakoune"}, format="json", HTTP_IF_MATCH="*").status_code == 200
 
 

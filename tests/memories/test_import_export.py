@@ -19,7 +19,9 @@ def _snapshot() -> list[tuple]:
 
 
 def _seed(owner, stranger) -> None:  # noqa: ANN001
-    services.entry_put(owner=owner, uid="alice", key="language", value="Python", kind="fact", meta={"source": "chat", "n": [1, 2]})
+    services.entry_put(
+        owner=owner, uid="alice", key="language", value="Python", kind="fact", meta={"source": "chat", "n": [1, 2]}
+    )
     services.entry_put(owner=owner, uid="alice", key="language", value="Python 3.11")
     services.entry_put(owner=owner, uid="discord:1234", key="tone", value="answers in Français ✓\nwith a newline")
     services.entry_put(owner=stranger, uid="bob", key="editor", value="vim", kind="preference")
@@ -99,7 +101,12 @@ def test_a_changed_or_cut_file_is_refused_before_anything_is_written(owner, stra
 
 def _write_file(path: Path, entries: list[dict]) -> None:
     body = b"".join(json.dumps(entry).encode() + b"\n" for entry in entries)
-    header = {"format": "memoryhub.memories", "format_version": 1, "count": len(entries), "sha256": hashlib.sha256(body).hexdigest()}
+    header = {
+        "format": "memoryhub.memories",
+        "format_version": 1,
+        "count": len(entries),
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
     path.write_bytes(json.dumps(header).encode() + b"\n" + body)
 
 

@@ -115,7 +115,10 @@ TEXT = st.text(alphabet="abcABC xyz\"'*-é", min_size=0, max_size=30)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(TEXT, min_size=1, max_size=8), query_text=st.text(alphabet="abcABC xyz\"'*-é", min_size=1, max_size=6))
+@given(
+    values=st.lists(TEXT, min_size=1, max_size=8),
+    query_text=st.text(alphabet="abcABC xyz\"'*-é", min_size=1, max_size=6),
+)
 def test_the_index_finds_every_entry_that_the_substring_scan_finds(owner, values, query_text):
     services.user_forget(owner=owner, uid="prop")
     for number, value in enumerate(values):

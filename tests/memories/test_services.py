@@ -59,7 +59,12 @@ def test_update_changes_only_the_given_fields_and_needs_an_existing_entry(owner)
     services.entry_put(owner=owner, uid="alice", key="language", value="Python", meta={"a": 1})
     result = services.entry_update(owner=owner, uid="alice", key="language", kind="fact")
 
-    assert (result.entry.value, result.entry.kind, result.entry.meta, result.entry.version) == ("Python", "fact", {"a": 1}, 2)
+    assert (result.entry.value, result.entry.kind, result.entry.meta, result.entry.version) == (
+        "Python",
+        "fact",
+        {"a": 1},
+        2,
+    )
     with pytest.raises(services.EntryNotFound):
         services.entry_update(owner=owner, uid="alice", key="missing", value="x")
 

@@ -14,8 +14,14 @@ def call(client, **arguments):  # noqa: ANN001, ANN003, ANN201
 
 
 def test_store_replies_ok_with_the_key_and_upserts(owner, owner_api):
-    assert call(owner_api, action="store", uid="alice", key="language", value="prefers Python") == {"ok": True, "key": "language"}
-    assert call(owner_api, action="store", uid="alice", key="language", value="prefers Rust") == {"ok": True, "key": "language"}
+    assert call(owner_api, action="store", uid="alice", key="language", value="prefers Python") == {
+        "ok": True,
+        "key": "language",
+    }
+    assert call(owner_api, action="store", uid="alice", key="language", value="prefers Rust") == {
+        "ok": True,
+        "key": "language",
+    }
 
     entry = selectors.entry_get(owner=owner, uid="alice", key="language")
     assert (entry.value, entry.version) == ("prefers Rust", 2)
@@ -77,7 +83,11 @@ def test_query_replies_matching_keys_and_values_newest_first(owner, owner_api):
         "results": [{"key": "python-version", "value": "3.11"}, {"key": "language", "value": "prefers Python"}],
         "count": 2,
     }
-    assert call(owner_api, action="query", uid="alice", query="nothing like it") == {"ok": True, "results": [], "count": 0}
+    assert call(owner_api, action="query", uid="alice", query="nothing like it") == {
+        "ok": True,
+        "results": [],
+        "count": 0,
+    }
 
 
 def test_query_returns_at_most_ten_results(owner, owner_api):
@@ -144,6 +154,12 @@ def test_the_schema_is_the_tools_function_calling_schema(owner_api):
     assert schema["name"] == "memory_backend"
     assert schema["parameters"]["required"] == ["action"]
     assert schema["parameters"]["properties"]["action"]["enum"] == [
-        "store", "get", "query", "list", "delete", "info", "evaluate",
+        "store",
+        "get",
+        "query",
+        "list",
+        "delete",
+        "info",
+        "evaluate",
     ]
     assert set(schema["parameters"]["properties"]) == {"action", "uid", "key", "value", "query", "meta"}

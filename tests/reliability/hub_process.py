@@ -169,7 +169,9 @@ def running_hub(database: HubDatabase, log_path: Path, *, workers: int = 4) -> I
                 hub.kill_hard()
 
 
-def call(port: int, method: str, path: str, token: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
+def call(
+    port: int, method: str, path: str, token: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], Any]:
     """One request on a fresh connection; returns (status, headers, decoded JSON body or None)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
@@ -181,7 +183,9 @@ def call(port: int, method: str, path: str, token: str, body: Any = None, header
         connection.request(method, path, body=payload, headers=sent_headers)
         response = connection.getresponse()
         raw = response.read()
-        decoded = json.loads(raw) if raw and response.getheader("Content-Type", "").startswith("application/json") else None
+        decoded = (
+            json.loads(raw) if raw and response.getheader("Content-Type", "").startswith("application/json") else None
+        )
         return response.status, dict(response.getheaders()), decoded
     finally:
         connection.close()
@@ -250,4 +254,3 @@ def integrity_problems(database: HubDatabase) -> list[str]:
         "invalid index": "SELECT indexrelid::regclass::text FROM pg_index WHERE NOT indisvalid",
     }
     return [f"{name}: {rows}" for name, sql in checks.items() if (rows := database.rows(sql))]
-

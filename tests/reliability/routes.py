@@ -23,7 +23,9 @@ class Route:
     def path(self, values: dict[str, str]) -> str:
         """The route's path with the given values, and a value its pattern accepts for any other parameter."""
         defaults = dict(zip(self.parameters, self.stand_ins))
-        return "/" + self.template.format(**{name: values.get(name, defaults.get(name, "x")) for name in self.parameters})
+        return "/" + self.template.format(
+            **{name: values.get(name, defaults.get(name, "x")) for name in self.parameters}
+        )
 
     def methods(self) -> list[str]:
         """The HTTP methods the route's view answers (for a viewset, those its router mapped)."""

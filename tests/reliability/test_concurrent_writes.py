@@ -61,7 +61,9 @@ def test_concurrent_writers_on_shared_keys_lose_no_write_and_get_no_server_error
             for key in acknowledged_by_key:
                 _, headers, entry = call(hub.port, "GET", f"/api/v1/users/shared/memories/{key}", token)
                 final[key] = (entry["version"], headers["ETag"], entry["value"])
-                _, _, history = call(hub.port, "GET", f"/api/v1/users/shared/memories/{key}/history?page_size=500", token)
+                _, _, history = call(
+                    hub.port, "GET", f"/api/v1/users/shared/memories/{key}/history?page_size=500", token
+                )
                 histories[key] = history
         server_log = hub.log()
 
@@ -77,7 +79,9 @@ def test_concurrent_writers_on_shared_keys_lose_no_write_and_get_no_server_error
             assert value == dict(acknowledged)[version]
             # The history holds every acknowledged write, at the version the writer was told.
             assert histories[key]["count"] == len(acknowledged)
-            assert {(event["version"], event["value_after"]) for event in histories[key]["results"]} == set(acknowledged)
+            assert {(event["version"], event["value_after"]) for event in histories[key]["results"]} == set(
+                acknowledged
+            )
         assert history_consistency_problems(database) == []
         lost = sum(
             1

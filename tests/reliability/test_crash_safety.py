@@ -41,7 +41,11 @@ def _write_until_cut_off(port: int, token: str, number: int, acknowledged: list,
                 status, _, body = call(port, "DELETE", f"/api/v1/users/crash/memories/{key}", token)
             else:
                 status, _, body = call(
-                    port, "PUT", f"/api/v1/users/crash/memories/{key}", token, {"value": value, "kind": "fact", "meta": META}
+                    port,
+                    "PUT",
+                    f"/api/v1/users/crash/memories/{key}",
+                    token,
+                    {"value": value, "kind": "fact", "meta": META},
                 )
         except (OSError, http.client.HTTPException):
             return 1
@@ -59,7 +63,9 @@ def test_a_hub_killed_mid_write_restarts_with_every_acknowledged_write_and_a_con
         enough = threading.Event()
         with running_hub(database, tmp_path / "hub.log", workers=3) as hub:
             with ThreadPoolExecutor(CLIENTS) as pool:
-                futures = [pool.submit(_writer, hub.port, token, number, acknowledged, enough) for number in range(CLIENTS)]
+                futures = [
+                    pool.submit(_writer, hub.port, token, number, acknowledged, enough) for number in range(CLIENTS)
+                ]
                 enough.wait(timeout=300)
                 hub.kill_hard()
                 cut_off = sum(future.result() for future in futures)
@@ -75,7 +81,9 @@ def test_a_hub_killed_mid_write_restarts_with_every_acknowledged_write_and_a_con
         assert missing == []
 
         with running_hub(database, tmp_path / "hub-restarted.log", workers=2) as restarted:
-            status, _, body = call(restarted.port, "PUT", "/api/v1/users/crash/memories/after", token, {"value": "alive"})
+            status, _, body = call(
+                restarted.port, "PUT", "/api/v1/users/crash/memories/after", token, {"value": "alive"}
+            )
             assert (status, body["value"]) == (201, "alive")
             status, _, listing = call(restarted.port, "GET", "/api/v1/users/crash/memories?page_size=100", token)
             assert status == 200

@@ -33,10 +33,10 @@ def owners_memories(owner, settings):  # noqa: ANN001, ANN201
 
 
 def _owner_state(owner) -> tuple:  # noqa: ANN001
-    entries = sorted(
-        selectors.entry_list(owner=owner, uid=UID).values_list("key", "value", "kind", "version", "meta")
+    entries = sorted(selectors.entry_list(owner=owner, uid=UID).values_list("key", "value", "kind", "version", "meta"))
+    history = list(
+        MemoryEvent.objects.filter(owner=owner).order_by("id").values_list("key", "action", "version", "value_after")
     )
-    history = list(MemoryEvent.objects.filter(owner=owner).order_by("id").values_list("key", "action", "version", "value_after"))
     return entries, history
 
 
@@ -79,7 +79,9 @@ def test_a_second_account_gets_404_or_403_on_every_route_and_never_the_owners_da
         if names_owners_thing and method in ("get", "delete", "patch") or path.endswith("/restore/"):
             # A list scoped to the owner's uid answers as for a uid never used: an empty page.
             empty_page = response.status_code == 200 and response.json().get("count") == 0
-            assert response.status_code in (404, 403, 412) or empty_page, f"{method} {path} answered {response.status_code}"
+            assert response.status_code in (404, 403, 412) or empty_page, (
+                f"{method} {path} answered {response.status_code}"
+            )
     assert _owner_state(owners_memories) == before
     assert len(answers) >= 15
     record_figures(
@@ -87,7 +89,9 @@ def test_a_second_account_gets_404_or_403_on_every_route_and_never_the_owners_da
         connection.vendor,
         routes=len(all_routes(under="api/v1/")),
         requests=len(answers),
-        by_status={str(code): sum(1 for *_, status in answers if status == code) for code in sorted({a[2] for a in answers})},
+        by_status={
+            str(code): sum(1 for *_, status in answers if status == code) for code in sorted({a[2] for a in answers})
+        },
         owner_data_shown=0,
         owner_data_changed=0,
     )
@@ -101,7 +105,9 @@ def test_no_route_of_the_api_answers_without_credentials(owners_memories, anonym
 
 
 @pytest.mark.parametrize("action", ACTIONS)
-def test_every_tool_action_with_a_second_accounts_token_reaches_nothing_of_the_owners(owners_memories, stranger_api, action):
+def test_every_tool_action_with_a_second_accounts_token_reaches_nothing_of_the_owners(
+    owners_memories, stranger_api, action
+):
     before = _owner_state(owners_memories)
     for key in (LIVE_KEY, DELETED_KEY):
         arguments = {"action": action, "uid": UID, "key": key, "query": SECRET[:12]}

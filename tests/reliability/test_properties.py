@@ -26,7 +26,9 @@ FIGURES = FigureCounter("property tests")
 awkward_text = st.one_of(
     st.text(st.characters(codec=None), max_size=40),
     st.text(st.characters(categories=["Cc", "Cf", "Cs", "Zl", "Zp", "Co"]), min_size=1, max_size=10),
-    st.text(st.sampled_from(["\x00", "\u202e", "\ufeff", "é", "😀", "𝕏", "\n", " ", "/", "%", "'", '"', "\\"]), max_size=30),
+    st.text(
+        st.sampled_from(["\x00", "\u202e", "\ufeff", "é", "😀", "𝕏", "\n", " ", "/", "%", "'", '"', "\\"]), max_size=30
+    ),
 )
 identifiers = st.one_of(awkward_text, st.text(min_size=KEY_MAX_LENGTH - 2, max_size=KEY_MAX_LENGTH + 2))
 json_scalars = st.one_of(
@@ -80,7 +82,12 @@ def api(owner_api, settings):  # noqa: ANN001, ANN201
 @FUZZ_SETTINGS
 @given(key=identifiers, value=awkward_text)
 def test_any_key_in_a_body_is_stored_exactly_or_refused_naming_the_key(api, key, value):
-    response = api.generic("POST", "/api/v1/users/alice/memories", _json_body({"key": key, "value": value}), content_type="application/json")
+    response = api.generic(
+        "POST",
+        "/api/v1/users/alice/memories",
+        _json_body({"key": key, "value": value}),
+        content_type="application/json",
+    )
     FIGURES.count(response.status_code)
     valid_key = 1 <= len(key) <= KEY_MAX_LENGTH and not any(_is_control(char) for char in key)
     valid_value = not _has_unstorable(value)
@@ -96,14 +103,27 @@ def test_any_key_in_a_body_is_stored_exactly_or_refused_naming_the_key(api, key,
 @FUZZ_SETTINGS
 @given(uid=identifiers, key=identifiers)
 def test_any_uid_and_key_through_the_tool_round_trip_or_get_an_error_reply(api, uid, key):
-    response = api.generic("POST", "/api/v1/tool", _json_body({"action": "store", "uid": uid, "key": key, "value": "v"}), content_type="application/json")
+    response = api.generic(
+        "POST",
+        "/api/v1/tool",
+        _json_body({"action": "store", "uid": uid, "key": key, "value": "v"}),
+        content_type="application/json",
+    )
     FIGURES.count(response.status_code)
     assert response.status_code == 200
     reply = response.json()
-    valid = all(1 <= len(text) <= limit and not any(_is_control(c) for c in text) for text, limit in ((uid, UID_MAX_LENGTH), (key, KEY_MAX_LENGTH)))
+    valid = all(
+        1 <= len(text) <= limit and not any(_is_control(c) for c in text)
+        for text, limit in ((uid, UID_MAX_LENGTH), (key, KEY_MAX_LENGTH))
+    )
     assert reply["ok"] is valid, reply
     if valid:
-        fetched = api.generic("POST", "/api/v1/tool", _json_body({"action": "get", "uid": uid, "key": key}), content_type="application/json").json()
+        fetched = api.generic(
+            "POST",
+            "/api/v1/tool",
+            _json_body({"action": "get", "uid": uid, "key": key}),
+            content_type="application/json",
+        ).json()
         assert fetched["key"] == key and fetched["value"] == "v"
 
 
@@ -112,11 +132,19 @@ def test_any_uid_and_key_through_the_tool_round_trip_or_get_an_error_reply(api, 
     action=st.sampled_from([action for action in ACTIONS if action != "evaluate"]),
     arguments=st.fixed_dictionaries(
         {},
-        optional={"uid": awkward_text, "key": identifiers, "value": awkward_text, "query": awkward_text, "meta": json_values},
+        optional={
+            "uid": awkward_text,
+            "key": identifiers,
+            "value": awkward_text,
+            "query": awkward_text,
+            "meta": json_values,
+        },
     ),
 )
 def test_every_tool_action_with_any_arguments_replies_without_a_server_error(api, action, arguments):
-    response = api.generic("POST", "/api/v1/tool", _json_body({"action": action, **arguments}), content_type="application/json")
+    response = api.generic(
+        "POST", "/api/v1/tool", _json_body({"action": action, **arguments}), content_type="application/json"
+    )
     FIGURES.count(response.status_code)
     assert response.status_code == 200
     assert isinstance(response.json()["ok"], bool)
@@ -151,7 +179,12 @@ def test_a_value_is_kept_up_to_its_byte_limit_and_refused_past_it(api, size, fil
 @FUZZ_SETTINGS
 @given(meta=st.dictionaries(awkward_text, json_values, max_size=6))
 def test_any_json_object_as_meta_is_stored_exactly_or_refused_naming_meta(api, meta):
-    response = api.generic("PUT", "/api/v1/users/alice/memories/meta", _json_body({"value": "v", "meta": meta}), content_type="application/json")
+    response = api.generic(
+        "PUT",
+        "/api/v1/users/alice/memories/meta",
+        _json_body({"value": "v", "meta": meta}),
+        content_type="application/json",
+    )
     FIGURES.count(response.status_code)
     text = json.dumps(meta, ensure_ascii=False)
     if _has_unstorable(text) or "\\u0000" in text:
@@ -193,5 +226,3 @@ def test_any_json_body_on_every_write_gets_an_answer_below_500(api, payload):
         response = api.generic(method, path, body, content_type="application/json")
         FIGURES.count(response.status_code)
         assert response.status_code < 500, (method, path, response.content)
-
-

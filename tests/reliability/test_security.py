@@ -95,7 +95,9 @@ def every_log_line(caplog):  # noqa: ANN001, ANN201
     return caplog
 
 
-def test_no_memory_value_reaches_the_logs_whatever_happens_to_the_request(owner_api, stranger_api, every_log_line, settings):
+def test_no_memory_value_reaches_the_logs_whatever_happens_to_the_request(
+    owner_api, stranger_api, every_log_line, settings
+):
     settings.MEMORYHUB_RATE_LIMIT = ""
     secret = f"private-{uuid.uuid4().hex}"
     url = "/api/v1/users/alice/memories/diary"
@@ -106,7 +108,9 @@ def test_no_memory_value_reaches_the_logs_whatever_happens_to_the_request(owner_
     owner_api.patch("/api/v1/users/alice/memories/missing", {"value": secret}, format="json")  # 404
     owner_api.generic("PUT", url, '{"value": "' + secret + '"', content_type="application/json")  # malformed JSON
     stranger_api.get(url)  # 404
-    owner_api.post("/api/v1/tool", {"action": "store", "uid": "alice", "key": "x", "value": secret, "meta": []}, format="json")
+    owner_api.post(
+        "/api/v1/tool", {"action": "store", "uid": "alice", "key": "x", "value": secret, "meta": []}, format="json"
+    )
     owner_api.post("/api/v1/tool", {"action": "query", "uid": "alice", "query": secret}, format="json")
     owner_api.delete(url)
     assert every_log_line.records, "the failed requests above are logged"

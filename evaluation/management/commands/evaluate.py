@@ -6,7 +6,19 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from evaluation.scoring import OPERATIONS, BackendScore
 from evaluation.services import DEFAULT_OPS, EvaluationError, EvaluationReport, evaluation_run
 
-HEADERS = ("backend", "available", "put", "get", "find", "put p50/p95 ms", "get p50/p95 ms", "find p50/p95 ms", "privacy", "score", "grade")
+HEADERS = (
+    "backend",
+    "available",
+    "put",
+    "get",
+    "find",
+    "put p50/p95 ms",
+    "get p50/p95 ms",
+    "find p50/p95 ms",
+    "privacy",
+    "score",
+    "grade",
+)
 
 
 def _row(score: BackendScore) -> tuple[str, ...]:
@@ -42,13 +54,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--backend", action="append", dest="backends", metavar="NAME", help="grade only this backend (repeat for more): null, local, honcho"
+            "--backend",
+            action="append",
+            dest="backends",
+            metavar="NAME",
+            help="grade only this backend (repeat for more): null, local, honcho",
         )
         parser.add_argument("--ops", type=int, default=DEFAULT_OPS, help=f"calls per operation (default {DEFAULT_OPS})")
         parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
         parser.add_argument("--no-save", action="store_true", help="do not store the run")
 
-    def handle(self, *args: Any, backends: list[str] | None, ops: int, json: bool, no_save: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, backends: list[str] | None, ops: int, json: bool, no_save: bool, **options: Any
+    ) -> None:
         try:
             report = evaluation_run(backend_names=backends, ops=ops, save=not no_save, progress=self.stderr.write)
         except EvaluationError as error:

@@ -22,7 +22,9 @@ from django.utils import timezone
 from memories import benchmark, selectors, services
 from memories.accounts import account_create
 
-ANALYSIS_MARKER = "<!-- Everything below this line is written by hand and kept when the benchmark rewrites the file. -->"
+ANALYSIS_MARKER = (
+    "<!-- Everything below this line is written by hand and kept when the benchmark rewrites the file. -->"
+)
 PR_SET_PDEATHSIG = 1
 SERVER_START_SECONDS = 60
 SERVER_STOP_SECONDS = 10
@@ -53,7 +55,13 @@ class Results:
         """(target, measured, holds) for each of the hub's speed targets."""
         ms = benchmark.milliseconds
         rows = []
-        for operation, limit in (("query common", 2.0), ("query rare", 2.0), ("list page", 2.0), ("get", 0.3), ("put", 1.0)):
+        for operation, limit in (
+            ("query common", 2.0),
+            ("query rare", 2.0),
+            ("list page", 2.0),
+            ("get", 0.3),
+            ("put", 1.0),
+        ):
             p50 = self.in_process[operation].p50
             rows.append((f"in process: {operation} p50 <= {limit} ms", f"{ms(p50)} ms", p50 * 1000 <= limit))
         http_get = self.http["get"]
@@ -103,7 +111,9 @@ class Command(BaseCommand):
         parser.add_argument("--users", type=int, default=10, help="Users (uids) they are spread over (default 10).")
         parser.add_argument("--report", help="Write the report (Markdown) here, keeping its hand-written analysis.")
         parser.add_argument("--samples", type=int, default=300, help="Timed calls per operation and way (default 300).")
-        parser.add_argument("--http-requests", type=int, default=3000, help="GETs over HTTP for the throughput (default 3000).")
+        parser.add_argument(
+            "--http-requests", type=int, default=3000, help="GETs over HTTP for the throughput (default 3000)."
+        )
         parser.add_argument("--http-clients", type=int, default=4, help="Concurrent HTTP client processes (default 4).")
         parser.add_argument("--http-workers", type=int, default=2, help="gunicorn worker processes (default 2).")
         parser.add_argument("--keep", action="store_true", help="Keep the temporary folder with the database.")
@@ -161,7 +171,9 @@ class Command(BaseCommand):
         account, token = account_create(username="benchmark")
         seed = workdir / "seed.jsonl"
         self.progress(f"writing {results.entries:,} + {results.small_entries:,} entries to {seed.name}")
-        benchmark.seed_file(seed, owner="benchmark", users=users, per_user=per_user, small_entries=results.small_entries)
+        benchmark.seed_file(
+            seed, owner="benchmark", users=users, per_user=per_user, small_entries=results.small_entries
+        )
         connection.close()
         self.progress("importing them with import_memories in a process of its own")
         results.import_seconds, results.import_megabytes = self.time_import(seed, workdir)
@@ -172,13 +184,22 @@ class Command(BaseCommand):
         self.progress("in process")
         results.in_process, results.queries = self.time_in_process(account, uid, per_user, options["samples"], rng)
         results.small_query = benchmark.time_calls(
-            lambda number: list(selectors.entry_find(owner=account, uid=benchmark.SMALL_UID, query_text=benchmark.COMMON_WORD)[: benchmark.QUERY_LIMIT]),
+            lambda number: list(
+                selectors.entry_find(owner=account, uid=benchmark.SMALL_UID, query_text=benchmark.COMMON_WORD)[
+                    : benchmark.QUERY_LIMIT
+                ]
+            ),
             options["samples"],
         )
         connection.close()
         self.progress("raw sqlite3")
         results.floor = benchmark.raw_floor(
-            workdir / "memoryhub.sqlite3", owner_id=account.pk, uid=uid, per_user=per_user, samples=options["samples"], rng=rng
+            workdir / "memoryhub.sqlite3",
+            owner_id=account.pk,
+            uid=uid,
+            per_user=per_user,
+            samples=options["samples"],
+            rng=rng,
         )
         self.progress(f"over HTTP: gunicorn with {options['http_workers']} workers, {options['http_clients']} clients")
         results.http = self.time_http(workdir, token, uid, per_user, rng, **options)
@@ -203,7 +224,9 @@ class Command(BaseCommand):
         """Seconds and peak resident megabytes of `manage.py import_memories seed`."""
         command = [sys.executable, str(settings.BASE_DIR / "manage.py"), "import_memories", str(seed)]
         started = time.perf_counter()
-        process = subprocess.Popen(command, env=self.child_environment(workdir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, env=self.child_environment(workdir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         output = process.stdout.read()
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
@@ -216,7 +239,9 @@ class Command(BaseCommand):
     def time_in_process(self, account, uid: str, per_user: int, samples: int, rng: random.Random):  # noqa: ANN001, ANN201
         keys = [benchmark.entry_key(rng.randrange(per_user)) for _ in range(samples)]
         calls = {
-            "put": lambda number: services.entry_put(owner=account, uid=uid, key=keys[number], value=f"in-process put {number} tea"),
+            "put": lambda number: services.entry_put(
+                owner=account, uid=uid, key=keys[number], value=f"in-process put {number} tea"
+            ),
             "get": lambda number: selectors.entry_get(owner=account, uid=uid, key=keys[number]),
             "query common": lambda number: list(
                 selectors.entry_find(owner=account, uid=uid, query_text=benchmark.COMMON_WORD)[: benchmark.QUERY_LIMIT]
@@ -257,7 +282,9 @@ class Command(BaseCommand):
             per_client = max(1, options["samples"] // clients)
             plans = {
                 "put": [
-                    benchmark.HttpRequestPlan("PUT", key_paths(per_client), benchmark.json_body(f"http put {client} tea"))
+                    benchmark.HttpRequestPlan(
+                        "PUT", key_paths(per_client), benchmark.json_body(f"http put {client} tea")
+                    )
                     for client in range(clients)
                 ],
                 "get": [
@@ -265,11 +292,15 @@ class Command(BaseCommand):
                     for _ in range(clients)
                 ],
                 "query common": [
-                    benchmark.HttpRequestPlan("GET", [f"{base}?q={benchmark.COMMON_WORD}&page_size={benchmark.QUERY_LIMIT}"] * per_client)
+                    benchmark.HttpRequestPlan(
+                        "GET", [f"{base}?q={benchmark.COMMON_WORD}&page_size={benchmark.QUERY_LIMIT}"] * per_client
+                    )
                     for _ in range(clients)
                 ],
                 "query rare": [
-                    benchmark.HttpRequestPlan("GET", [f"{base}?q={benchmark.RARE_WORD}&page_size={benchmark.QUERY_LIMIT}"] * per_client)
+                    benchmark.HttpRequestPlan(
+                        "GET", [f"{base}?q={benchmark.RARE_WORD}&page_size={benchmark.QUERY_LIMIT}"] * per_client
+                    )
                     for _ in range(clients)
                 ],
                 "list page": [
@@ -336,7 +367,10 @@ def render_report(results: Results, *, command: str) -> str:
         "",
         "| target | measured | holds |",
         "|---|---|---|",
-        *(f"| {target} | {measured} | {'yes' if holds else '**no**'} |" for target, measured, holds in results.targets()),
+        *(
+            f"| {target} | {measured} | {'yes' if holds else '**no**'} |"
+            for target, measured, holds in results.targets()
+        ),
         "",
         "## Queries Django ran (in process, one call each)",
         "",

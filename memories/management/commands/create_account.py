@@ -11,7 +11,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="The account's username.")
         parser.add_argument("--staff", action="store_true", help="Make the account staff (admin access, all accounts).")
-        parser.add_argument("--rotate", action="store_true", help="For an existing account: a new token; the old one is revoked.")
+        parser.add_argument(
+            "--rotate", action="store_true", help="For an existing account: a new token; the old one is revoked."
+        )
 
     def handle(self, *args: object, name: str, staff: bool, rotate: bool, **options: object) -> None:
         if rotate:
@@ -28,4 +30,6 @@ class Command(BaseCommand):
         except ValidationError as error:
             raise CommandError(f"Invalid account name {name!r}: {'; '.join(error.messages)}") from None
         self.stdout.write(token)
-        self.stderr.write(f"Created account {name}{' (staff)' if staff else ''}. Keep the token above: it is shown once here.")
+        self.stderr.write(
+            f"Created account {name}{' (staff)' if staff else ''}. Keep the token above: it is shown once here."
+        )

@@ -15,7 +15,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # noqa: ANN001, ANN201
         parser.add_argument("--username", default=os.environ.get("MEMORYHUB_ADMIN_USER", "admin"))
-        parser.add_argument("--url", default="http://127.0.0.1:8000", help="Where the hub will answer, for the hint it prints.")
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000", help="Where the hub will answer, for the hint it prints."
+        )
 
     def handle(self, *args: object, username: str, url: str, **options: object) -> None:
         if get_user_model().objects.filter(is_superuser=True).exists():

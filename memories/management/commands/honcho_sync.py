@@ -28,11 +28,23 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         mode = parser.add_mutually_exclusive_group(required=True)
-        mode.add_argument("--once", action="store_true", help="drain what is due, then exit: 0 if every push worked, 1 if any failed")
-        mode.add_argument("--loop", action="store_true", help="keep draining, every --interval seconds, until SIGTERM or Ctrl-C")
-        mode.add_argument("--retry-failed", action="store_true", help="put every failed task back in the queue, due now")
-        mode.add_argument("--reconcile", action="store_true", help="report entries missing or stale in Honcho, and sessions extra there")
-        parser.add_argument("--fix", action="store_true", help="with --reconcile: queue the tasks that repair the differences")
+        mode.add_argument(
+            "--once", action="store_true", help="drain what is due, then exit: 0 if every push worked, 1 if any failed"
+        )
+        mode.add_argument(
+            "--loop", action="store_true", help="keep draining, every --interval seconds, until SIGTERM or Ctrl-C"
+        )
+        mode.add_argument(
+            "--retry-failed", action="store_true", help="put every failed task back in the queue, due now"
+        )
+        mode.add_argument(
+            "--reconcile",
+            action="store_true",
+            help="report entries missing or stale in Honcho, and sessions extra there",
+        )
+        parser.add_argument(
+            "--fix", action="store_true", help="with --reconcile: queue the tasks that repair the differences"
+        )
         parser.add_argument(
             "--interval",
             type=float,
@@ -40,7 +52,17 @@ class Command(BaseCommand):
             help=f"with --loop: seconds between drains (default MEMORYHUB_SYNC_POLL_SECONDS, {settings.MEMORYHUB_SYNC_POLL_SECONDS:g})",
         )
 
-    def handle(self, *args: Any, once: bool, loop: bool, retry_failed: bool, reconcile: bool, fix: bool, interval: float | None, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        once: bool,
+        loop: bool,
+        retry_failed: bool,
+        reconcile: bool,
+        fix: bool,
+        interval: float | None,
+        **options: Any,
+    ) -> None:
         if fix and not reconcile:
             raise CommandError("--fix goes with --reconcile")
         if interval is not None and interval <= 0:
@@ -53,7 +75,9 @@ class Command(BaseCommand):
         if not config.configured:
             raise CommandError("Honcho is not configured: set HONCHO_URL (self-hosted) or HONCHO_API_KEY (cloud)")
         if not settings.MEMORYHUB_HONCHO_SYNC and not reconcile:
-            self.stderr.write("note: MEMORYHUB_HONCHO_SYNC is off, so writes queue nothing; draining what is already queued.")
+            self.stderr.write(
+                "note: MEMORYHUB_HONCHO_SYNC is off, so writes queue nothing; draining what is already queued."
+            )
         store = HonchoStore(config, max_retries=0)
         try:
             if reconcile:
@@ -113,9 +137,13 @@ class Command(BaseCommand):
             f"{result.count('missing')} missing, {result.count('stale')} stale, {result.count('extra')} extra"
         )
         for difference in result.differences[:DIFFERENCES_SHOWN]:
-            self.stdout.write(f"  {difference.kind:7} owner {difference.owner_id} {difference.uid}/{difference.key} v{difference.version} (session {difference.session_id})")
+            self.stdout.write(
+                f"  {difference.kind:7} owner {difference.owner_id} {difference.uid}/{difference.key} v{difference.version} (session {difference.session_id})"
+            )
         if len(result.differences) > DIFFERENCES_SHOWN:
             self.stdout.write(f"  ... and {len(result.differences) - DIFFERENCES_SHOWN} more")
         if fix:
             queued = reconciliation_fix(result, now=timezone.now())
-            self.stdout.write(f"{queued} task(s) queued; run `manage.py honcho_sync --once` (or the loop) to push them.")
+            self.stdout.write(
+                f"{queued} task(s) queued; run `manage.py honcho_sync --once` (or the loop) to push them."
+            )

@@ -49,7 +49,9 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="Check and count; write nothing.")
         parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="Entries per transaction.")
 
-    def handle(self, *args: object, file: str, owner: str | None, dry_run: bool, chunk_size: int, **options: object) -> None:
+    def handle(
+        self, *args: object, file: str, owner: str | None, dry_run: bool, chunk_size: int, **options: object
+    ) -> None:
         if chunk_size < 1:
             raise CommandError("--chunk-size must be at least 1.")
         path = Path(file)
@@ -76,7 +78,9 @@ class Command(BaseCommand):
         if report.refused > len(report.errors):
             self.stdout.write(f"  ... and {report.refused - len(report.errors)} more.")
         if report.refused:
-            raise CommandError(f"{report.refused} entries were refused; the others were {'checked' if dry_run else 'imported'}.")
+            raise CommandError(
+                f"{report.refused} entries were refused; the others were {'checked' if dry_run else 'imported'}."
+            )
 
     def import_file(
         self, path: Path, *, target: AbstractBaseUser | None, dry_run: bool, chunk_size: int = DEFAULT_CHUNK_SIZE

@@ -10,9 +10,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--writes", type=int, default=1000, help="puts per side (default 1000)")
-        parser.add_argument("--block", type=int, default=50, help="puts per block; the sides alternate block by block (default 50)")
         parser.add_argument(
-            "--worker-interval", type=float, default=0.5, help="seconds between the down-Honcho worker's drains (default 0.5)"
+            "--block", type=int, default=50, help="puts per block; the sides alternate block by block (default 50)"
+        )
+        parser.add_argument(
+            "--worker-interval",
+            type=float,
+            default=0.5,
+            help="seconds between the down-Honcho worker's drains (default 0.5)",
         )
 
     def handle(self, *args: Any, writes: int, block: int, worker_interval: float, **options: Any) -> None:

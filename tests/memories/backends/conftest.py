@@ -14,8 +14,12 @@ from memories.backends.local import LocalBackend
 TEST_WORKSPACE = "memoryhub-tests"
 
 
-def double_config(base_url: str = IN_PROCESS_BASE_URL, *, api_key: str = "test-key", timeout: float = 2.0) -> HonchoConfig:
-    return HonchoConfig(base_url=base_url, api_key=api_key, workspace_id=TEST_WORKSPACE, timeout=timeout, configured=True)
+def double_config(
+    base_url: str = IN_PROCESS_BASE_URL, *, api_key: str = "test-key", timeout: float = 2.0
+) -> HonchoConfig:
+    return HonchoConfig(
+        base_url=base_url, api_key=api_key, workspace_id=TEST_WORKSPACE, timeout=timeout, configured=True
+    )
 
 
 @pytest.fixture
@@ -33,7 +37,9 @@ def backend_for(request, honcho_double: HonchoDouble, db) -> Iterator:  # noqa: 
     made: list[MemoryBackend] = []
 
     def make(account: User) -> MemoryBackend:
-        backend = LocalBackend(owner=account) if request.param == "local" else honcho_backend_for(account, honcho_double)
+        backend = (
+            LocalBackend(owner=account) if request.param == "local" else honcho_backend_for(account, honcho_double)
+        )
         made.append(backend)
         return backend
 

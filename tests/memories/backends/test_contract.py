@@ -19,7 +19,13 @@ def test_a_stored_entry_comes_back(backend: MemoryBackend):
     stored = backend.put("alice", "language", "prefers Python", kind="fact", meta={"source": "chat"})
     entry = backend.get("alice", "language")
     assert entry is not None
-    assert (entry.uid, entry.key, entry.value, entry.kind, entry.meta) == ("alice", "language", "prefers Python", "fact", {"source": "chat"})
+    assert (entry.uid, entry.key, entry.value, entry.kind, entry.meta) == (
+        "alice",
+        "language",
+        "prefers Python",
+        "fact",
+        {"source": "chat"},
+    )
     assert entry.version == stored.version == 1
 
 

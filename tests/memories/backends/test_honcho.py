@@ -24,7 +24,12 @@ def test_an_entry_is_one_session_holding_the_whole_record_and_one_message_per_va
     backend.put("alice", "editor", "helix")
     (session,) = honcho_double.sessions(TEST_WORKSPACE)
     metadata = session["metadata"]
-    assert (metadata["mh_uid"], metadata["mh_key"], metadata["mh_value"], metadata["mh_version"]) == ("alice", "editor", "helix", 2)
+    assert (metadata["mh_uid"], metadata["mh_key"], metadata["mh_value"], metadata["mh_version"]) == (
+        "alice",
+        "editor",
+        "helix",
+        2,
+    )
     assert metadata["mh_meta"] == '{"deep":{"a":{"b":{"c":{"d":{"e":1}}}}}}'
     assert messages_of(honcho_double) == ["editor: vim", "editor: helix"]
 
@@ -43,7 +48,9 @@ def test_an_upsert_whose_reply_was_lost_is_safe_to_replay(owner, honcho_double):
     record = HonchoRecord(owner_id=owner.pk, uid="alice", key="editor", value="vim")
     store.upsert(record, session_id="mh-fixed")
     changed = HonchoRecord(owner_id=owner.pk, uid="alice", key="editor", value="emacs", version=2)
-    honcho_double.faults.fail_next.extend([None, None, Fault.DROPPED_CONNECTION])  # the message lands, its reply is lost
+    honcho_double.faults.fail_next.extend(
+        [None, None, Fault.DROPPED_CONNECTION]
+    )  # the message lands, its reply is lost
     with pytest.raises(BackendError) as lost:
         store.upsert(changed, session_id="mh-fixed")
     assert lost.value.retryable is True
@@ -83,7 +90,9 @@ def test_a_value_longer_than_a_message_is_kept_whole_in_the_record(owner, honcho
         (Fault.UNREACHABLE, True, 0, "could not reach"),
     ],
 )
-def test_each_failure_is_one_backend_error_saying_whether_to_retry(owner, honcho_double, fault, retryable, status, words):  # noqa: ANN001
+def test_each_failure_is_one_backend_error_saying_whether_to_retry(
+    owner, honcho_double, fault, retryable, status, words
+):  # noqa: ANN001
     backend = honcho_backend_for(owner, honcho_double)
     backend.put("alice", "editor", "vim")
     honcho_double.faults.fail_next.append(fault)
@@ -160,4 +169,6 @@ def test_all_records_holds_every_accounts_entries_for_a_reconciliation(owner, st
     honcho_backend_for(owner, honcho_double).put("alice", "editor", "vim")
     honcho_backend_for(stranger, honcho_double).put("bob", "shell", "zsh")
     found = store_on(honcho_double).all_records()
-    assert sorted((entry.record.owner_id, entry.record.key) for entry in found) == sorted([(owner.pk, "editor"), (stranger.pk, "shell")])
+    assert sorted((entry.record.owner_id, entry.record.key) for entry in found) == sorted(
+        [(owner.pk, "editor"), (stranger.pk, "shell")]
+    )

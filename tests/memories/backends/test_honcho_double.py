@@ -43,7 +43,15 @@ def test_every_route_it_answers_is_in_the_real_servers_openapi_document():
 def test_filters_combine_containment_icontains_and_or_not():
     record = {"id": "s1", "metadata": {"mh_uid": "alice", "mh_key": "Editor", "nested": {"a": 1}}}
     assert matches(record, {"metadata": {"mh_uid": "alice", "nested": {"a": 1}}})
-    assert matches(record, {"AND": [{"metadata": {"mh_uid": "alice"}}, {"OR": [{"metadata": {"mh_key": {"icontains": "EDIT"}}}, {"id": "zz"}]}]})
+    assert matches(
+        record,
+        {
+            "AND": [
+                {"metadata": {"mh_uid": "alice"}},
+                {"OR": [{"metadata": {"mh_key": {"icontains": "EDIT"}}}, {"id": "zz"}]},
+            ]
+        },
+    )
     assert not matches(record, {"metadata": {"mh_uid": "bob"}})
     assert not matches(record, {"NOT": [{"id": "s1"}]})
     assert matches(record, {"metadata": {"mh_version": {"in": [None]}}})
@@ -54,9 +62,16 @@ def test_pages_have_the_servers_shape_and_bounds():
     double.answer("POST", "/v3/workspaces", {}, {"id": "w"}, None)
     for number in range(3):
         double.answer("POST", "/v3/workspaces/w/sessions", {}, {"id": f"s{number}"}, None)
-    reply, _ = double.answer("POST", "/v3/workspaces/w/sessions/list", {"page": "2", "size": "2", "reverse": "true"}, None, None)
+    reply, _ = double.answer(
+        "POST", "/v3/workspaces/w/sessions/list", {"page": "2", "size": "2", "reverse": "true"}, None, None
+    )
     assert (reply.status, [item["id"] for item in reply.body["items"]]) == (200, ["s0"])
-    assert {name: reply.body[name] for name in ("total", "page", "size", "pages")} == {"total": 3, "page": 2, "size": 2, "pages": 2}
+    assert {name: reply.body[name] for name in ("total", "page", "size", "pages")} == {
+        "total": 3,
+        "page": 2,
+        "size": 2,
+        "pages": 2,
+    }
     too_big, _ = double.answer("POST", "/v3/workspaces/w/sessions/list", {"size": "101"}, None, None)
     assert too_big.status == 422
 
@@ -65,7 +80,13 @@ def test_it_refuses_what_honcho_refuses():
     double = HonchoDouble()
     double.answer("POST", "/v3/workspaces", {}, {"id": "w"}, None)
     bad_id, _ = double.answer("POST", "/v3/workspaces/w/peers", {}, {"id": "not allowed:"}, None)
-    too_deep, _ = double.answer("POST", "/v3/workspaces/w/sessions", {}, {"id": "s", "metadata": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}}, None)
+    too_deep, _ = double.answer(
+        "POST",
+        "/v3/workspaces/w/sessions",
+        {},
+        {"id": "s", "metadata": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}},
+        None,
+    )
     assert (bad_id.status, too_deep.status) == (422, 422)
 
 

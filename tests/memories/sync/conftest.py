@@ -82,5 +82,10 @@ def served_double(settings) -> Iterator[HonchoDouble]:  # noqa: ANN001
     """A Honcho double on 127.0.0.1, with the hub's settings pointing at it (for the command, which makes its own store)."""
     double = HonchoDouble(api_key="test-key")
     with double.running() as base_url:
-        settings.HONCHO_URL, settings.HONCHO_API_KEY, settings.HONCHO_WORKSPACE_ID, settings.HONCHO_TIMEOUT = base_url, "test-key", TEST_WORKSPACE, 2.0
+        settings.HONCHO_URL, settings.HONCHO_API_KEY, settings.HONCHO_WORKSPACE_ID, settings.HONCHO_TIMEOUT = (
+            base_url,
+            "test-key",
+            TEST_WORKSPACE,
+            2.0,
+        )
         yield double

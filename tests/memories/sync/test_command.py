@@ -78,7 +78,9 @@ def test_the_loop_drains_until_sigterm_and_then_stops_cleanly():
     assert signal.getsignal(signal.SIGTERM) is previous
 
 
-def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix_repairs_it(owner, served_double: HonchoDouble, settings):  # noqa: ANN001
+def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix_repairs_it(
+    owner, served_double: HonchoDouble, settings
+):  # noqa: ANN001
     for key in ("kept", "changed", "deleted"):
         services.entry_put(owner=owner, uid="alice", key=key, value="v1")
     honcho_sync("--once")
@@ -94,7 +96,10 @@ def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix
     assert honcho_sync("--reconcile", "--fix").splitlines()[-1].startswith("3 task(s) queued")
     honcho_sync("--once")
     served_double.purge()
-    assert honcho_sync("--reconcile").splitlines()[0] == "3 entries in the hub, 3 sessions in Honcho: 0 missing, 0 stale, 0 extra"
+    assert (
+        honcho_sync("--reconcile").splitlines()[0]
+        == "3 entries in the hub, 3 sessions in Honcho: 0 missing, 0 stale, 0 extra"
+    )
 
 
 def test_sync_overhead_prints_both_sides_and_leaves_nothing_behind(owner, settings):  # noqa: ANN001

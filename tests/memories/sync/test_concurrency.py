@@ -35,7 +35,9 @@ def test_two_workers_at_once_do_each_task_once(owner, honcho_double, make_worker
 
     def run(name: str) -> None:
         base = make_worker(batch_size=7)
-        worker = RecordingWorker(base.store, pushes=pushes, name=name, batch_size=7, clock=base.clock, backoff=base.backoff)
+        worker = RecordingWorker(
+            base.store, pushes=pushes, name=name, batch_size=7, clock=base.clock, backoff=base.backoff
+        )
         try:
             start.wait()
             worker.drain()

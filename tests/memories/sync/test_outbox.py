@@ -101,9 +101,13 @@ def test_sync_on_without_honcho_configured_stops_the_hub_at_start_up():
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HONCHO_", "DATABASE_URL"))}
     env.update(SECRET_KEY="k", MEMORYHUB_HONCHO_SYNC="on", DJANGO_SETTINGS_MODULE="memoryhub.settings")
     code = "import django; django.setup()"
-    refused = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     env["HONCHO_URL"] = "http://127.0.0.1:8765"
-    accepted = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    accepted = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
 
     assert refused.returncode != 0
     assert "MEMORYHUB_HONCHO_SYNC=on needs Honcho configured" in refused.stderr
@@ -119,4 +123,7 @@ def test_a_restored_entry_is_queued_under_a_new_session_beside_its_deletion(owne
 
     assert restored.honcho_session_id and restored.honcho_session_id != first.honcho_session_id
     operations = dict(SyncTask.objects.values_list("session_id", "operation"))
-    assert operations == {first.honcho_session_id: SyncTask.Operation.DELETE, restored.honcho_session_id: SyncTask.Operation.UPSERT}
+    assert operations == {
+        first.honcho_session_id: SyncTask.Operation.DELETE,
+        restored.honcho_session_id: SyncTask.Operation.UPSERT,
+    }

@@ -16,7 +16,9 @@ def queued(owner, stranger, settings):  # noqa: ANN001, ANN201
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     services.entry_put(owner=owner, uid="alice", key="shell", value="fish")
     services.entry_put(owner=stranger, uid="bob", key="secret", value="hunter2")
-    SyncTask.objects.filter(owner=stranger).update(status=SyncTask.Status.FAILED, last_error="stranger's own error", last_error_at=timezone.now())
+    SyncTask.objects.filter(owner=stranger).update(
+        status=SyncTask.Status.FAILED, last_error="stranger's own error", last_error_at=timezone.now()
+    )
 
 
 def test_an_account_sees_the_sync_status_of_its_own_entries_only(owner_api, queued):  # noqa: ANN001
@@ -35,7 +37,12 @@ def test_an_account_sees_the_sync_status_of_its_own_entries_only(owner_api, queu
 
 def test_staff_see_the_whole_hubs_sync_status(staff_api, queued):  # noqa: ANN001
     status = staff_api.get("/api/v1/sync/status/").json()
-    assert (status["scope"], status["pending"], status["failed"], status["last_error"]) == ("hub", 2, 1, "stranger's own error")
+    assert (status["scope"], status["pending"], status["failed"], status["last_error"]) == (
+        "hub",
+        2,
+        1,
+        "stranger's own error",
+    )
 
 
 def test_sync_status_needs_credentials(anonymous_api, db):  # noqa: ANN001

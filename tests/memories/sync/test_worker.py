@@ -46,7 +46,9 @@ def test_a_drain_pushes_puts_updates_and_deletes(owner, honcho_double, worker): 
     assert worker.drain().pushed == 0
 
 
-def test_a_thousand_writes_through_30_percent_failures_arrive_whole_and_once(owner, stranger, honcho_double, make_worker, clock):  # noqa: ANN001
+def test_a_thousand_writes_through_30_percent_failures_arrive_whole_and_once(
+    owner, stranger, honcho_double, make_worker, clock
+):  # noqa: ANN001
     worker = make_worker()
     honcho_double.faults.fail(0.3, kinds=(Fault.SERVER_ERROR, Fault.TIMEOUT, Fault.DROPPED_CONNECTION), seed=11)
     writes = Random(3)
@@ -60,7 +62,9 @@ def test_a_thousand_writes_through_30_percent_failures_arrive_whole_and_once(own
         elif roll < 0.2:
             services.entry_delete(owner=account, uid=uid, key=key)
         elif roll < 0.3:
-            services.entry_put(owner=account, uid=uid, key=key, value=f"value {number}", meta={"n": number}, kind="fact")
+            services.entry_put(
+                owner=account, uid=uid, key=key, value=f"value {number}", meta={"n": number}, kind="fact"
+            )
         else:
             services.entry_put(owner=account, uid=uid, key=key, value=f"value {number}")
         if number % 40 == 39:
@@ -139,7 +143,10 @@ def test_rate_limiting_waits_at_least_the_retry_after(owner, honcho_double, work
 def test_retries_back_off_exponentially_with_jitter_up_to_a_cap():
     backoff = Backoff(base=2, cap=900, random=Random(1))
     delays = [backoff.delay(attempts) for attempts in range(1, 15)]
-    assert all(ceiling / 2 <= delay <= ceiling for delay, ceiling in zip(delays, [min(900, 2 * 2 ** n) for n in range(14)], strict=True))
+    assert all(
+        ceiling / 2 <= delay <= ceiling
+        for delay, ceiling in zip(delays, [min(900, 2 * 2**n) for n in range(14)], strict=True)
+    )
     assert len(set(delays)) == len(delays)
     assert backoff.delay(1, retry_after=30) >= 30
 
@@ -182,7 +189,9 @@ def test_entries_of_different_accounts_never_share_a_honcho_peer(owner, stranger
     worker.drain()
 
     sessions = list(sessions_by_id(honcho_double).values())
-    authors = {session["metadata"]["mh_value"]: {message["peer_id"] for message in session["messages"]} for session in sessions}
+    authors = {
+        session["metadata"]["mh_value"]: {message["peer_id"] for message in session["messages"]} for session in sessions
+    }
     assert authors == {"vim": {peer_id(owner.pk, "alice")}, "emacs": {peer_id(stranger.pk, "alice")}}
     assert peer_id(owner.pk, "alice") != peer_id(stranger.pk, "alice")
 
