@@ -11,8 +11,8 @@ from rest_framework.views import APIView
 from evaluation import selectors
 from evaluation.models import EvaluationRun
 from evaluation.services import DEFAULT_OPS, MAX_OPS, EvaluationError, evaluation_run, stored_result_as_json
-from memories.api.pagination import MemoryPagination
 from memories.backends import BACKENDS
+from memoryhub.api import MemoryPagination
 
 
 class EvaluationRunSerializer(serializers.ModelSerializer):

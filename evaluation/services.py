@@ -27,8 +27,9 @@ from evaluation.scoring import (
 )
 from memories import accounts, services
 from memories.backends import BACKENDS, UnknownBackend, make_backend
-from memories.backends.base import PROBE_UID, BackendEntry, BackendError, MemoryBackend
+from memories.backends.base import BackendEntry, BackendError, MemoryBackend
 from memories.backends.honcho import HonchoConfig
+from memories.models import PROBE_UID
 
 DEFAULT_OPS = 20
 MAX_OPS = 1000

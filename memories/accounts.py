@@ -5,7 +5,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from memories.backends.base import PROBE_USERNAME
+from memories.models import PROBE_USERNAME
 
 
 class AccountExists(Exception):

@@ -11,9 +11,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from memories import selectors, services
+from memories import outbox, selectors, services
 from memories.models import MemoryEntry, MemoryEvent, SyncTask
-from memories.sync import outbox
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 

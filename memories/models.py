@@ -13,6 +13,9 @@ UID_MAX_LENGTH = 255
 KEY_MAX_LENGTH = 255
 KIND_MAX_LENGTH = 32
 DEFAULT_KIND = "preference"
+# The evaluation's probe data lives under this uid of this account, never beside real entries.
+PROBE_USERNAME = "memoryhub-probe"
+PROBE_UID = "_memoryhub_probe_"
 HONCHO_SESSION_ID_MAX_LENGTH = 64
 
 
@@ -117,7 +120,7 @@ class SyncTask(models.Model):
     One row per Honcho session (one entry from creation to deletion), so several changes to an entry
     collapse into one task, and the worker pushes the entry's current state (or deletes its session
     when the entry is gone). Each new change bumps `revision`; a worker that pushed an older revision
-    leaves the task pending. Rows are written only by memories.sync.outbox.
+    leaves the task pending. Rows are written only by memories.outbox.
     """
 
     class Status(models.TextChoices):

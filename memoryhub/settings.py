@@ -237,15 +237,15 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.HubJSONParser"],
-    "DEFAULT_PAGINATION_CLASS": "memories.api.pagination.MemoryPagination",
+    "DEFAULT_PARSER_CLASSES": ["memoryhub.api.HubJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "memoryhub.api.MemoryPagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
-    "EXCEPTION_HANDLER": "memories.api.errors.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["memories.api.throttling.TokenRateThrottle"],
+    "EXCEPTION_HANDLER": "memoryhub.api.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["memoryhub.api.TokenRateThrottle"],
 }
 
 SPECTACULAR_SETTINGS = {

@@ -10,8 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories import selectors
-from memories.api.errors import PreconditionFailed
 from memories.models import MemoryEntry
+from memoryhub.api import PreconditionFailed
 
 IF_MATCH_PARAMETER = OpenApiParameter(
     "If-Match",

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import selectors, services
+from memories.api.conditional import ETAG_HEADER, IF_MATCH_PARAMETER, if_match_version, with_etag
 from memories.api.serializers import (
     BatchResultSerializer,
     BatchSerializer,
@@ -26,12 +27,10 @@ from memories.api.serializers import (
     SyncStatusSerializer,
     UserSummarySerializer,
 )
-from memories.api.conditional import ETAG_HEADER, IF_MATCH_PARAMETER, if_match_version, with_etag
-from memories.api.errors import ENTRY_EXISTS, PRECONDITION_FAILED
-from memories.api.pagination import MemoryPagination
 from memories.backends import hub_status
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
+from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, MemoryPagination
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")

@@ -17,9 +17,6 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-# The evaluation's probe data lives under this uid of this account, never beside real entries.
-PROBE_USERNAME = "memoryhub-probe"
-PROBE_UID = "_memoryhub_probe_"
 DEFAULT_FIND_LIMIT = 10
 
 

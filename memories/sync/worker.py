@@ -14,20 +14,20 @@ handful of calls per pass, not one per task.
 
 import logging
 import threading
-from random import Random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from random import Random
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from memories.backends.base import PROBE_USERNAME, BackendError
+from memories import outbox
+from memories.backends.base import BackendError
 from memories.backends.honcho import HonchoRecord, HonchoStore, RemoteEntry, record_metadata
-from memories.models import MemoryEntry, SyncTask
-from memories.sync import outbox
+from memories.models import PROBE_USERNAME, MemoryEntry, SyncTask
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from evaluation.models import BackendResult, EvaluationRun
 from evaluation.services import evaluation_run
 from evaluation.views import CHART_RUNS
-from memories.backends.base import PROBE_USERNAME
+from memories.models import PROBE_USERNAME
 from tests.evaluation.conftest import closed_port_url
 
 SCRIPT = "<script>alert(1)</script>"

@@ -7,8 +7,7 @@ from evaluation.services import EvaluationError, evaluation_run
 from honcho_double import Fault, HonchoDouble
 from honcho_double.server import IN_PROCESS_BASE_URL
 from memories import services
-from memories.backends.base import PROBE_UID, PROBE_USERNAME
-from memories.models import MemoryEntry, MemoryEvent
+from memories.models import PROBE_UID, PROBE_USERNAME, MemoryEntry, MemoryEvent
 
 
 def honcho_on(double: HonchoDouble) -> dict:

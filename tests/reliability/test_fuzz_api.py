@@ -3,17 +3,16 @@
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
-from schemathesis.checks import not_a_server_error
-
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 
 from memories import services
 from memoryhub.wsgi import application

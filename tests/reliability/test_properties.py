@@ -6,7 +6,8 @@ import json
 
 import pytest
 from django.conf import settings as django_settings
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from memories.models import KEY_MAX_LENGTH, UID_MAX_LENGTH
 from memories.tool import ACTIONS

@@ -10,10 +10,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
 from django.utils import timezone
 
+from memories import outbox
 from memories.backends.base import BackendError
 from memories.backends.honcho import HonchoConfig, HonchoStore
 from memories.selectors import sync_status
-from memories.sync import outbox
 from memories.sync.worker import DrainReport, SyncWorker, reconcile, reconciliation_fix
 
 DIFFERENCES_SHOWN = 20

@@ -7,7 +7,7 @@ from django.db import connection
 
 from memories import services
 from memories.models import SyncTask
-from memories.sync.outbox import ClaimedTask
+from memories.outbox import ClaimedTask
 from memories.sync.worker import SyncWorker
 from tests.memories.sync.conftest import waiting
 

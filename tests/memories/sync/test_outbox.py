@@ -9,8 +9,7 @@ import pytest
 
 from memories import services
 from memories.accounts import probe_account
-from memories.backends.base import PROBE_UID
-from memories.models import MemoryEntry, SyncTask
+from memories.models import PROBE_UID, MemoryEntry, SyncTask
 
 ROOT = Path(__file__).resolve().parents[3]
 

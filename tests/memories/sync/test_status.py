@@ -5,9 +5,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memories import services
+from memories import outbox, services
 from memories.models import SyncTask
-from memories.sync import outbox
 
 
 @pytest.fixture

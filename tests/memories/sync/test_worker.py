@@ -6,10 +6,9 @@ from random import Random
 import pytest
 
 from honcho_double import Fault
-from memories import services
+from memories import outbox, services
 from memories.backends.honcho import peer_id, record_metadata, value_hash
 from memories.models import SyncTask
-from memories.sync import outbox
 from memories.sync.worker import Backoff, honcho_record
 from tests.memories.sync.conftest import entries_by_session, sessions_by_id, waiting
 

@@ -1,0 +1,55 @@
+"""The one write path for entries.
+
+Every change to a MemoryEntry goes through a function here, in one transaction that also writes
+the entry's history (MemoryEvent) and, when sync is on, its sync task (`sync_outbox_record`).
+Views, the API, the admin, the tool endpoint and commands call these functions and nothing else
+to write. The functions live in one module per job (single entries, batches, imports); import them
+from here.
+"""
+
+from memories.services.batch import (
+    BATCH_MAX_OPERATIONS,
+    BatchOp,
+    BatchOperation,
+    BatchOutcome,
+    BatchRejected,
+    entries_batch,
+)
+from memories.services.entries import (
+    EntryExists,
+    EntryNotFound,
+    PutResult,
+    VersionConflict,
+    entry_delete,
+    entry_put,
+    entry_restore,
+    entry_update,
+    probe_data_clear,
+    sync_outbox_record,
+    user_forget,
+)
+from memories.services.imports import IMPORT_MAX_VERSION, ImportCounts, ImportRecord, entries_import
+
+__all__ = [
+    "BATCH_MAX_OPERATIONS",
+    "IMPORT_MAX_VERSION",
+    "BatchOp",
+    "BatchOperation",
+    "BatchOutcome",
+    "BatchRejected",
+    "EntryExists",
+    "EntryNotFound",
+    "ImportCounts",
+    "ImportRecord",
+    "PutResult",
+    "VersionConflict",
+    "entries_batch",
+    "entries_import",
+    "entry_delete",
+    "entry_put",
+    "entry_restore",
+    "entry_update",
+    "probe_data_clear",
+    "sync_outbox_record",
+    "user_forget",
+]

@@ -1,0 +1,295 @@
+"""Single entries: put, update, delete, restore, and forgetting a user.
+
+Each function is one transaction that writes the entry, its history (MemoryEvent) and, when sync is
+on, its sync task.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memories import outbox
+from memories.models import DEFAULT_KIND, PROBE_USERNAME, MemoryEntry, MemoryEvent, SyncTask, new_honcho_session_id
+from memories.validation import check_key, check_kind, check_meta, check_uid, check_value
+
+
+class EntryNotFound(LookupError):
+    """No entry with that uid and key belongs to the account."""
+
+
+class VersionConflict(Exception):
+    """The entry's version is not the one the caller expected (If-Match)."""
+
+    def __init__(self, current: int | None) -> None:
+        super().__init__(f"current version is {current}" if current else "the entry does not exist")
+        self.current = current
+
+
+@dataclass(frozen=True)
+class PutResult:
+    entry: MemoryEntry
+    created: bool
+    changed: bool
+
+
+def _locked_entry(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry | None:
+    return MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid, key=key).first()
+
+
+def _check_expected(entry: MemoryEntry | None, expected_version: int | None) -> None:
+    if expected_version is None:
+        return
+    current = entry.version if entry is not None else None
+    if current != expected_version:
+        raise VersionConflict(current)
+
+
+def _event(
+    entry: MemoryEntry, *, action: str, actor: AbstractBaseUser | None, before: MemoryEntry | None
+) -> MemoryEvent:
+    after = entry if action != MemoryEvent.Action.DELETE else None
+    return MemoryEvent(
+        owner_id=entry.owner_id,
+        uid=entry.uid,
+        key=entry.key,
+        action=action,
+        version=entry.version,
+        value_before=before.value if before else None,
+        value_after=after.value if after else None,
+        kind_before=before.kind if before else None,
+        kind_after=after.kind if after else None,
+        meta_before=before.meta if before else None,
+        meta_after=after.meta if after else None,
+        actor_id=actor.pk if actor is not None else entry.owner_id,
+        at=timezone.now(),
+    )
+
+
+def sync_outbox_record(*, owner: AbstractBaseUser, entries: Sequence[MemoryEntry], deleted: bool = False) -> None:
+    """Queue these entries of `owner` for Honcho: call it in the transaction that changed them.
+
+    Every service that creates, changes or deletes entries calls this once, after writing them
+    (deleted=True when they are gone), with the entries as they are now. With sync off it returns at
+    once, with no query; with sync on it is one statement per 500 entries. The evaluation's probe
+    account is never mirrored.
+    """
+    if not settings.MEMORYHUB_HONCHO_SYNC or not entries or owner.get_username() == PROBE_USERNAME:
+        return
+    operation = SyncTask.Operation.DELETE if deleted else SyncTask.Operation.UPSERT
+    outbox.tasks_record(entries, operation=operation, now=timezone.now())
+
+
+def _snapshot(entry: MemoryEntry) -> MemoryEntry:
+    return MemoryEntry(value=entry.value, kind=entry.kind, meta=entry.meta)
+
+
+def _apply_change(
+    entry: MemoryEntry,
+    *,
+    owner: AbstractBaseUser,
+    value: str | None,
+    kind: str | None,
+    meta: dict | None,
+    actor: AbstractBaseUser | None,
+) -> PutResult:
+    before = _snapshot(entry)
+    new_value = entry.value if value is None else value
+    new_kind = entry.kind if kind is None else kind
+    new_meta = entry.meta if meta is None else meta
+    if (new_value, new_kind, new_meta) == (entry.value, entry.kind, entry.meta):
+        return PutResult(entry=entry, created=False, changed=False)
+    entry.value, entry.kind, entry.meta = new_value, new_kind, new_meta
+    entry.version += 1
+    entry.updated = timezone.now()
+    entry.save(update_fields=["value", "kind", "meta", "version", "updated"])
+    _event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before).save()
+    sync_outbox_record(owner=owner, entries=[entry])
+    return PutResult(entry=entry, created=False, changed=True)
+
+
+def entry_put(
+    *,
+    owner: AbstractBaseUser,
+    uid: str,
+    key: str,
+    value: str,
+    kind: str | None = None,
+    meta: dict | None = None,
+    actor: AbstractBaseUser | None = None,
+    expected_version: int | None = None,
+) -> PutResult:
+    """Create the entry (owner, uid, key) or replace its value.
+
+    kind and meta left as None keep what the entry has (or the defaults on creation). A put that
+    changes nothing records nothing and keeps the version. actor is the account that made the
+    change (the owner when None). With expected_version, the write happens only when the entry is
+    at that version, else VersionConflict. Raises InvalidField for bad input.
+    """
+    check_uid(uid)
+    check_key(key)
+    check_value(value)
+    if kind is not None:
+        check_kind(kind)
+    if meta is not None:
+        check_meta(meta)
+    with transaction.atomic():
+        entry = _locked_entry(owner=owner, uid=uid, key=key)
+        _check_expected(entry, expected_version)
+        if entry is None:
+            now = timezone.now()
+            entry = MemoryEntry(
+                owner=owner,
+                uid=uid,
+                key=key,
+                value=value,
+                kind=kind or DEFAULT_KIND,
+                meta=meta if meta is not None else {},
+                created=now,
+                updated=now,
+                version=1,
+                honcho_session_id=new_honcho_session_id(),
+            )
+            try:
+                with transaction.atomic():
+                    entry.save(force_insert=True)
+            except IntegrityError:
+                # A concurrent writer created the same entry between our read and our insert
+                # (possible on PostgreSQL): apply this write on top of theirs.
+                entry = _locked_entry(owner=owner, uid=uid, key=key)
+                if entry is None:
+                    raise
+            else:
+                _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
+                sync_outbox_record(owner=owner, entries=[entry])
+                return PutResult(entry=entry, created=True, changed=True)
+        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
+
+
+def entry_update(
+    *,
+    owner: AbstractBaseUser,
+    uid: str,
+    key: str,
+    value: str | None = None,
+    kind: str | None = None,
+    meta: dict | None = None,
+    actor: AbstractBaseUser | None = None,
+    expected_version: int | None = None,
+) -> PutResult:
+    """Change some fields of an existing entry; raises EntryNotFound when there is none."""
+    if value is not None:
+        check_value(value)
+    if kind is not None:
+        check_kind(kind)
+    if meta is not None:
+        check_meta(meta)
+    with transaction.atomic():
+        entry = _locked_entry(owner=owner, uid=uid, key=key)
+        if entry is None and expected_version is None:
+            raise EntryNotFound(f"{uid}/{key}")
+        _check_expected(entry, expected_version)
+        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
+
+
+def entry_delete(
+    *,
+    owner: AbstractBaseUser,
+    uid: str,
+    key: str,
+    actor: AbstractBaseUser | None = None,
+    expected_version: int | None = None,
+) -> MemoryEntry | None:
+    """Delete the entry and record it in the history; returns the deleted entry, or None if there was none."""
+    with transaction.atomic():
+        entry = _locked_entry(owner=owner, uid=uid, key=key)
+        _check_expected(entry, expected_version)
+        if entry is None:
+            return None
+        _event(entry, action=MemoryEvent.Action.DELETE, actor=actor, before=entry).save()
+        sync_outbox_record(owner=owner, entries=[entry], deleted=True)
+        entry.delete()
+        return entry
+
+
+def user_forget(*, owner: AbstractBaseUser, uid: str, actor: AbstractBaseUser | None = None) -> int:
+    """Delete every entry the account holds about uid; the history stays. Returns how many went."""
+    with transaction.atomic():
+        entries = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid).order_by("pk"))
+        if not entries:
+            return 0
+        MemoryEvent.objects.bulk_create(
+            _event(entry, action=MemoryEvent.Action.DELETE, actor=actor, before=entry) for entry in entries
+        )
+        sync_outbox_record(owner=owner, entries=entries, deleted=True)
+        MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
+        return len(entries)
+
+
+def probe_data_clear(*, owner: AbstractBaseUser, uid: str) -> int:
+    """Remove every entry and history row of one evaluation run's uid of the reserved probe account.
+
+    Probe data is the evaluation's scaffolding, not anyone's memories, so it leaves no history
+    behind. Each run has a uid of its own, so runs at the same time never clear each other's data.
+    Refuses (ValueError) any other account. Returns how many entries went.
+    """
+    if owner.get_username() != PROBE_USERNAME:
+        raise ValueError(f"only the probe account {PROBE_USERNAME!r} can be cleared")
+    with transaction.atomic():
+        deleted, _ = MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
+        MemoryEvent.objects.filter(owner=owner, uid=uid).delete()
+    return deleted
+
+
+class EntryExists(Exception):
+    """The entry is there already: there is nothing to restore."""
+
+
+def entry_restore(*, owner: AbstractBaseUser, uid: str, key: str, actor: AbstractBaseUser | None = None) -> MemoryEntry:
+    """Bring back a deleted entry as it was when it was last deleted.
+
+    The restored entry keeps its value, kind, meta and creation time, and its version goes on from
+    the deleted one (deleted at version N, restored at N + 1), so every version of (uid, key) names
+    one state. The history records the restore as a "create" event at that version. Raises
+    EntryNotFound when the history holds no deletion of (uid, key) to undo, and EntryExists when
+    the entry is there (restoring would overwrite it).
+    """
+    with transaction.atomic():
+        if _locked_entry(owner=owner, uid=uid, key=key) is not None:
+            raise EntryExists(f"{uid}/{key}")
+        deletion = MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).order_by("-id").first()
+        if deletion is None or deletion.action != MemoryEvent.Action.DELETE:
+            raise EntryNotFound(f"{uid}/{key}")
+        creation = (
+            MemoryEvent.objects.filter(
+                owner=owner, uid=uid, key=key, action=MemoryEvent.Action.CREATE, id__lt=deletion.id
+            )
+            .order_by("-id")
+            .values_list("at", flat=True)
+            .first()
+        )
+        now = timezone.now()
+        entry = MemoryEntry(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=deletion.value_before or "",
+            kind=deletion.kind_before or DEFAULT_KIND,
+            meta=deletion.meta_before if deletion.meta_before is not None else {},
+            created=creation or now,
+            updated=now,
+            version=deletion.version + 1,
+            honcho_session_id=new_honcho_session_id(),
+        )
+        try:
+            with transaction.atomic():
+                entry.save(force_insert=True)
+        except IntegrityError:
+            # A concurrent writer created (uid, key) after our check (possible on PostgreSQL).
+            raise EntryExists(f"{uid}/{key}") from None
+        _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
+        sync_outbox_record(owner=owner, entries=[entry])
+        return entry
