@@ -2,7 +2,7 @@
 
 GET answers with ETag: "N". PUT, PATCH, DELETE and restore given If-Match: "N" change the entry only
 while it is at version N, else 412; If-Match: * asks only that the entry exists. Without If-Match
-the last write wins.
+the last write wins. PUT given If-None-Match: * creates the entry only when there is none, else 412.
 """
 
 from drf_spectacular.utils import OpenApiParameter
@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from memories import selectors
 from memories.models import MemoryEntry
+from memories.services import ABSENT_VERSION
 from memoryhub.api import PreconditionFailed
 
 IF_MATCH_PARAMETER = OpenApiParameter(
@@ -20,6 +21,13 @@ IF_MATCH_PARAMETER = OpenApiParameter(
     required=False,
     description='The ETag of the version this change is based on (e.g. "3"), or * for any existing version. '
     "On a stale version the answer is 412 and nothing changes.",
+)
+IF_NONE_MATCH_PARAMETER = OpenApiParameter(
+    "If-None-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="* to create the memory only when it does not exist yet: 412 when it does, and nothing changes.",
 )
 ETAG_HEADER = OpenApiParameter(
     "ETag",
@@ -43,9 +51,12 @@ def if_match_version(request: Request, *, uid: str, key: str) -> int | None:
     """The version the request's If-Match header asks for; None when it has none.
 
     If-Match holding only weak or malformed tags can never match: that is a 412, as for a stale one.
+    Without If-Match, a PUT's If-None-Match: * asks for ABSENT_VERSION (create only).
     """
     header = request.headers.get("If-Match")
     if header is None:
+        if request.method == "PUT" and request.headers.get("If-None-Match", "").strip() == "*":
+            return ABSENT_VERSION
         return None
     if header.strip() == "*":
         entry = selectors.entry_get(owner=request.user, uid=uid, key=key)

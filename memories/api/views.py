@@ -14,7 +14,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import selectors, services
-from memories.api.conditional import ETAG_HEADER, IF_MATCH_PARAMETER, if_match_version, with_etag
+from memories.api.conditional import (
+    ETAG_HEADER,
+    IF_MATCH_PARAMETER,
+    IF_NONE_MATCH_PARAMETER,
+    if_match_version,
+    with_etag,
+)
 from memories.api.serializers import (
     BatchResultSerializer,
     BatchSerializer,
@@ -155,7 +161,7 @@ class MemoryDetailView(HubAPIView):
     @extend_schema(
         summary="Store a memory (upsert): 201 when created, 200 when changed or unchanged",
         request=EntryWriteSerializer,
-        parameters=[IF_MATCH_PARAMETER, ETAG_HEADER],
+        parameters=[IF_MATCH_PARAMETER, IF_NONE_MATCH_PARAMETER, ETAG_HEADER],
         responses={200: EntrySerializer, 201: EntrySerializer, 412: PRECONDITION_FAILED},
     )
     def put(self, request: Request, uid: str, key: str) -> Response:

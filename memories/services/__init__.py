@@ -16,6 +16,7 @@ from memories.services.batch import (
     entries_batch,
 )
 from memories.services.entries import (
+    ABSENT_VERSION,
     EntryExists,
     EntryNotFound,
     PutResult,
@@ -31,6 +32,7 @@ from memories.services.entries import (
 from memories.services.imports import IMPORT_MAX_VERSION, ImportCounts, ImportRecord, entries_import
 
 __all__ = [
+    "ABSENT_VERSION",
     "BATCH_MAX_OPERATIONS",
     "IMPORT_MAX_VERSION",
     "BatchOp",

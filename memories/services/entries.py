@@ -21,6 +21,10 @@ class EntryNotFound(LookupError):
     """No entry with that uid and key belongs to the account."""
 
 
+# The expected_version that asks for an entry that does not exist yet: a create-only write.
+ABSENT_VERSION = 0
+
+
 class VersionConflict(Exception):
     """The entry's version is not the one the caller expected (If-Match)."""
 
@@ -43,7 +47,7 @@ def _locked_entry(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry
 def _check_expected(entry: MemoryEntry | None, expected_version: int | None) -> None:
     if expected_version is None:
         return
-    current = entry.version if entry is not None else None
+    current = entry.version if entry is not None else ABSENT_VERSION
     if current != expected_version:
         raise VersionConflict(current)
 
@@ -127,7 +131,8 @@ def entry_put(
     kind and meta left as None keep what the entry has (or the defaults on creation). A put that
     changes nothing records nothing and keeps the version. actor is the account that made the
     change (the owner when None). With expected_version, the write happens only when the entry is
-    at that version, else VersionConflict. Raises InvalidField for bad input.
+    at that version (ABSENT_VERSION: only when there is no such entry), else VersionConflict. Raises
+    InvalidField for bad input.
     """
     check_uid(uid)
     check_key(key)
@@ -189,7 +194,7 @@ def entry_update(
         check_meta(meta)
     with transaction.atomic():
         entry = _locked_entry(owner=owner, uid=uid, key=key)
-        if entry is None and expected_version is None:
+        if entry is None and expected_version in (None, ABSENT_VERSION):
             raise EntryNotFound(f"{uid}/{key}")
         _check_expected(entry, expected_version)
         return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)

@@ -87,3 +87,21 @@ def test_another_account_with_the_etag_sees_only_a_missing_entry(stored, strange
     assert (response.status_code, response.json()) == (412, {"detail": "The entry does not exist."})
     assert (never_there.status_code, never_there.json()) == (response.status_code, response.json())
     assert stored.get(URL).status_code == 200
+
+
+def test_a_put_with_if_none_match_star_creates_a_missing_entry(owner_api):
+    response = owner_api.put(URL, {"value": "vim"}, format="json", HTTP_IF_NONE_MATCH="*")
+    assert response.status_code == 201
+    assert response["ETag"] == '"1"'
+
+
+def test_a_put_with_if_none_match_star_leaves_an_existing_entry_alone(stored):
+    response = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_NONE_MATCH="*")
+    assert response.status_code == 412
+    assert "version 2" in response.json()["detail"]
+    assert stored.get(URL).json()["value"] == "emacs"
+    assert stored.get(URL + "/history").json()["count"] == 2
+
+
+def test_if_none_match_means_nothing_to_a_patch_of_a_missing_entry(owner_api):
+    assert owner_api.patch(URL, {"kind": "tool"}, format="json", HTTP_IF_NONE_MATCH="*").status_code == 404
