@@ -136,7 +136,7 @@ def test_the_kind_filter_narrows_ranked_results(owner):
 
 
 def test_a_query_held_by_many_entries_in_the_hub_lists_them_newest_first(owner, stranger, monkeypatch):
-    monkeypatch.setattr(search, "RANK_ALL_LIMIT", 2)
+    monkeypatch.setattr(search.lexical, "RANK_ALL_LIMIT", 2)
     _put(owner, "python", "a language")
     _put(owner, "notes", "python once among many other words")
     _put(stranger, "other", "python too")
