@@ -113,11 +113,17 @@ def marker_path(shape: str, x: float, y: float, radius: float = MARKER_RADIUS) -
         return f"M{_number(x - side / 2)} {_number(y - side / 2)}h{_number(side)}v{_number(side)}h{_number(-side)}Z"
     if shape == "diamond":
         reach = radius * 1.3
-        return f"M{_number(x)} {_number(y - reach)}l{_number(reach)} {_number(reach)}l{_number(-reach)} {_number(reach)}l{_number(-reach)} {_number(-reach)}Z"
+        return (
+            f"M{_number(x)} {_number(y - reach)}l{_number(reach)} {_number(reach)}"
+            f"l{_number(-reach)} {_number(reach)}l{_number(-reach)} {_number(-reach)}Z"
+        )
     if shape == "triangle":
         reach = radius * 1.3
         return f"M{_number(x)} {_number(y - reach)}l{_number(reach)} {_number(reach * 1.7)}h{_number(-2 * reach)}Z"
-    return f"M{_number(x - radius)} {_number(y)}a{_number(radius)} {_number(radius)} 0 1 0 {_number(2 * radius)} 0a{_number(radius)} {_number(radius)} 0 1 0 {_number(-2 * radius)} 0Z"
+    return (
+        f"M{_number(x - radius)} {_number(y)}a{_number(radius)} {_number(radius)} 0 1 0 {_number(2 * radius)} 0"
+        f"a{_number(radius)} {_number(radius)} 0 1 0 {_number(-2 * radius)} 0Z"
+    )
 
 
 def result_latency_ms(result: BackendResult) -> float | None:

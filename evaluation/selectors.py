@@ -11,7 +11,10 @@ def evaluation_run_list() -> QuerySet[EvaluationRun]:
 
 
 def evaluation_runs_recent(*, limit: int) -> list[EvaluationRun]:
-    """The newest `limit` runs with their results, newest first (runs with who asked, then their results: two queries)."""
+    """The newest `limit` runs with their results, newest first.
+
+    Two queries: the runs with who asked, then their results.
+    """
     return list(evaluation_run_list()[:limit])
 
 

@@ -2,8 +2,9 @@
 
 Probe data lives under a uid of its own for each run (PROBE_UID and a run mark) of the reserved,
 log-in-less probe account, so it never meets real entries nor another run's probe data; it is
-removed when each backend is done, and the run's local history with it. Honcho is called with max_retries=0 and HONCHO_TIMEOUT, so an unreachable
-or refusing Honcho is graded F in about one timeout, never retried into minutes.
+removed when each backend is done, and the run's local history with it. Honcho is called with
+max_retries=0 and HONCHO_TIMEOUT, so an unreachable or refusing Honcho is graded F in about one
+timeout, never retried into minutes.
 """
 
 import secrets

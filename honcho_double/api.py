@@ -28,13 +28,13 @@ TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 @dataclass(frozen=True)
 class Reply:
     status: int
-    body: Any
+    body: object
 
 
 class ApiError(Exception):
     """Answer with this status and body instead of the route's normal reply."""
 
-    def __init__(self, status: int, body: Any) -> None:
+    def __init__(self, status: int, body: object) -> None:
         super().__init__(status)
         self.status = status
         self.body = body
@@ -44,7 +44,7 @@ def _not_found(detail: str) -> ApiError:
     return ApiError(404, {"detail": detail})
 
 
-def _invalid(location: list[str | int], message: str, value: Any, error_type: str = "value_error") -> ApiError:
+def _invalid(location: list[str | int], message: str, value: object, error_type: str = "value_error") -> ApiError:
     """FastAPI's 422 shape, as Honcho answers it."""
     return ApiError(422, {"detail": [{"type": error_type, "loc": location, "msg": message, "input": value}]})
 
@@ -57,7 +57,7 @@ def _nanoid() -> str:
     return "".join(secrets.choice(NANOID_ALPHABET) for _ in range(21))
 
 
-def _depth(value: Any) -> int:
+def _depth(value: object) -> int:
     if isinstance(value, dict):
         return 1 + max((_depth(child) for child in value.values()), default=0)
     if isinstance(value, list):
@@ -111,7 +111,7 @@ class Workspace:
 # Filters ---------------------------------------------------------------------------------------
 
 
-def _compare(actual: Any, condition: Any) -> bool:
+def _compare(actual: object, condition: object) -> bool:
     """One field's condition: a plain value (equality) or a dict of operators."""
     if isinstance(condition, dict) and condition and set(condition) <= FILTER_OPERATORS:
         return all(_apply_operator(actual, operator, operand) for operator, operand in condition.items())
@@ -120,7 +120,8 @@ def _compare(actual: Any, condition: Any) -> bool:
     return actual == condition
 
 
-def _apply_operator(actual: Any, operator: str, operand: Any) -> bool:
+# Any: JSON values compared the way Honcho compares them; a TypeError means no match.
+def _apply_operator(actual: Any, operator: str, operand: Any) -> bool:  # noqa: ANN401
     if operator == "ne":
         return actual != operand
     if operator == "in":
@@ -145,7 +146,7 @@ def _apply_operator(actual: Any, operator: str, operand: Any) -> bool:
     return False
 
 
-def _metadata_matches(metadata: dict[str, Any], wanted: Any) -> bool:
+def _metadata_matches(metadata: dict[str, Any], wanted: object) -> bool:
     """Containment: every field named in `wanted` holds (or satisfies) the given value."""
     if not isinstance(wanted, dict):
         return False
@@ -181,7 +182,7 @@ def matches(record: dict[str, Any], filters: dict[str, Any] | None) -> bool:
     return True
 
 
-def _check_filters(filters: Any) -> dict[str, Any] | None:
+def _check_filters(filters: object) -> dict[str, Any] | None:
     if filters is None:
         return None
     if not isinstance(filters, dict):
@@ -235,7 +236,7 @@ def _page(items: list[dict[str, Any]], query: dict[str, str]) -> dict[str, Any]:
 # Bodies ----------------------------------------------------------------------------------------
 
 
-def _body_object(body: Any, *, required: bool = True) -> dict[str, Any]:
+def _body_object(body: object, *, required: bool = True) -> dict[str, Any]:
     if body is None and not required:
         return {}
     if not isinstance(body, dict):
@@ -265,7 +266,7 @@ def _check_id(body: dict[str, Any]) -> str:
     return resource_id
 
 
-def _check_metadata(metadata: Any, location: list[str | int]) -> dict[str, Any] | None:
+def _check_metadata(metadata: object, location: list[str | int]) -> dict[str, Any] | None:
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
@@ -317,7 +318,7 @@ class HonchoState:
 
     # The public surface for tests ---------------------------------------------------------
 
-    def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
+    def handle(self, method: str, path: str, query: dict[str, str], body: object) -> Reply:
         """Answer one request as Honcho would."""
         matched_path = False
         for route_method, pattern, name in ROUTES:
@@ -380,10 +381,10 @@ class HonchoState:
 
     # Routes -------------------------------------------------------------------------------
 
-    def _health(self, *, query: dict[str, str], body: Any) -> Reply:
+    def _health(self, *, query: dict[str, str], body: object) -> Reply:
         return Reply(200, {"status": "ok"})
 
-    def _workspace_get_or_create(self, *, query: dict[str, str], body: Any) -> Reply:
+    def _workspace_get_or_create(self, *, query: dict[str, str], body: object) -> Reply:
         body = _body_object(body)
         workspace_id = _check_id(body)
         metadata = _check_metadata(body.get("metadata"), ["body", "metadata"])
@@ -394,7 +395,7 @@ class HonchoState:
         self.workspaces[workspace_id] = workspace
         return Reply(201, workspace.as_json())
 
-    def _workspace_update(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _workspace_update(self, workspace_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         body = _body_object(body)
         metadata = _check_metadata(body.get("metadata"), ["body", "metadata"])
@@ -404,7 +405,7 @@ class HonchoState:
             workspace.configuration = body["configuration"]
         return Reply(200, workspace.as_json())
 
-    def _queue_status(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _queue_status(self, workspace_id: str, *, query: dict[str, str], body: object) -> Reply:
         self._workspace(workspace_id)
         return Reply(
             200,
@@ -417,12 +418,12 @@ class HonchoState:
             },
         )
 
-    def _peer_list(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _peer_list(self, workspace_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         filters = _check_filters(_body_object(body, required=False).get("filters"))
         return Reply(200, _page([peer for peer in workspace.peers.values() if matches(peer, filters)], query))
 
-    def _peer_get_or_create(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _peer_get_or_create(self, workspace_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         body = _body_object(body)
         peer_id = _check_id(body)
@@ -434,7 +435,7 @@ class HonchoState:
             peer["configuration"] = body["configuration"]
         return Reply(201 if created else 200, peer)
 
-    def _peer_update(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _peer_update(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         peer = self._peer(workspace, peer_id)
         body = _body_object(body)
@@ -445,12 +446,12 @@ class HonchoState:
             peer["configuration"] = body["configuration"]
         return Reply(200, peer)
 
-    def _peer_card_get(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _peer_card_get(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         self._peer(workspace, peer_id)
         return Reply(200, {"peer_card": workspace.peer_cards.get(peer_id)})
 
-    def _peer_card_set(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _peer_card_set(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         self._peer(workspace, peer_id)
         card = _body_object(body).get("peer_card")
@@ -459,7 +460,7 @@ class HonchoState:
         workspace.peer_cards[peer_id] = card
         return Reply(200, {"peer_card": card})
 
-    def _search(self, messages: list[dict[str, Any]], body: Any) -> Reply:
+    def _search(self, messages: list[dict[str, Any]], body: object) -> Reply:
         body = _body_object(body)
         query_text = body.get("query")
         if not isinstance(query_text, str):
@@ -478,12 +479,12 @@ class HonchoState:
         ]
         return Reply(200, found[:limit])
 
-    def _workspace_search(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _workspace_search(self, workspace_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         messages = [message for session in workspace.sessions.values() for message in session.messages]
         return self._search(messages, body)
 
-    def _peer_search(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _peer_search(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         self._peer(workspace, peer_id)
         messages = [
@@ -494,7 +495,7 @@ class HonchoState:
         ]
         return self._search(messages, body)
 
-    def _peer_sessions(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _peer_sessions(self, workspace_id: str, peer_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         self._peer(workspace, peer_id)
         filters = _check_filters(_body_object(body, required=False).get("filters"))
@@ -505,13 +506,13 @@ class HonchoState:
         ]
         return Reply(200, _page(sessions, query))
 
-    def _session_list(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _session_list(self, workspace_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         filters = _check_filters(_body_object(body, required=False).get("filters"))
         sessions = [session.as_json() for session in workspace.sessions.values() if matches(session.as_json(), filters)]
         return Reply(200, _page(sessions, query))
 
-    def _session_get_or_create(self, workspace_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _session_get_or_create(self, workspace_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         body = _body_object(body)
         session_id = _check_id(body)
@@ -523,7 +524,7 @@ class HonchoState:
             raise _not_found(f"Session {session_id} not found in workspace {workspace.id}")
         session = workspace.sessions.get(session_id)
         created = session is None
-        if created:
+        if session is None:
             session = Session(
                 id=session_id,
                 workspace_id=workspace.id,
@@ -539,7 +540,7 @@ class HonchoState:
             session.peers[peer_id] = config or {}
         return Reply(201 if created else 200, session.as_json())
 
-    def _session_update(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _session_update(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)
         body = _body_object(body)
@@ -550,19 +551,19 @@ class HonchoState:
             session.configuration = body["configuration"]
         return Reply(200, session.as_json())
 
-    def _session_delete(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _session_delete(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)
         session.is_active = False
         workspace.deleting[session_id] = workspace.sessions.pop(session_id)
         return Reply(202, {"message": "Session deleted successfully"})
 
-    def _session_peers(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _session_peers(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)
         return Reply(200, _page([workspace.peers[peer_id] for peer_id in session.peers], query))
 
-    def _session_peers_add(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _session_peers_add(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)
         for peer_id, config in _body_object(body).items():
@@ -570,7 +571,7 @@ class HonchoState:
             session.peers[peer_id] = config or {}
         return Reply(200, session.as_json())
 
-    def _message_create(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _message_create(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)
         batch = _body_object(body).get("messages")
@@ -614,14 +615,14 @@ class HonchoState:
             created.append(stored)
         return Reply(201, created)
 
-    def _message_list(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: Any) -> Reply:
+    def _message_list(self, workspace_id: str, session_id: str, *, query: dict[str, str], body: object) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)
         filters = _check_filters(_body_object(body, required=False).get("filters"))
         return Reply(200, _page([message for message in session.messages if matches(message, filters)], query))
 
     def _message_get(
-        self, workspace_id: str, session_id: str, message_id: str, *, query: dict[str, str], body: Any
+        self, workspace_id: str, session_id: str, message_id: str, *, query: dict[str, str], body: object
     ) -> Reply:
         workspace = self._workspace(workspace_id)
         session = self._session(workspace, session_id)

@@ -28,7 +28,7 @@ class Call:
     method: str
     path: str
     query: dict[str, str]
-    body: Any
+    body: object
     status: int
     fault: Fault | None
 
@@ -79,7 +79,7 @@ class HonchoDouble:
     # The one place a request is answered ------------------------------------------------------
 
     def answer(
-        self, method: str, path: str, query: dict[str, str], body: Any, authorization: str | None
+        self, method: str, path: str, query: dict[str, str], body: object, authorization: str | None
     ) -> tuple[Reply | None, Fault | None]:
         """The reply to one request, and the fault applied to it (a None reply: send nothing)."""
         fault = self.faults.next_fault()
@@ -177,7 +177,7 @@ class HonchoDouble:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _respond  # noqa: N815 - http.server's names
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _respond
 
         server = ThreadingHTTPServer((host, port), Handler)
         server.daemon_threads = True
@@ -185,6 +185,8 @@ class HonchoDouble:
         self._thread = threading.Thread(target=server.serve_forever, name="honcho-double", daemon=True)
         self._thread.start()
         bound_host, bound_port = server.server_address[:2]
+        if isinstance(bound_host, bytes):
+            bound_host = bound_host.decode()
         return f"http://{bound_host}:{bound_port}"
 
     def stop(self) -> None:

@@ -19,13 +19,13 @@ from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_k
 class MetaJSONField(forms.JSONField):
     """The admin's meta box: JSON nested past Python's recursion limit is a field error, not a 500."""
 
-    def to_python(self, value: Any) -> Any:
+    def to_python(self, value: object) -> object:
         try:
             return super().to_python(value)
         except RecursionError:
             raise ValidationError(f"must be nested at most {META_MAX_DEPTH} levels deep.", code="invalid") from None
 
-    def bound_data(self, data: Any, initial: Any) -> Any:
+    def bound_data(self, data: object, initial: object) -> object:
         try:
             return super().bound_data(data, initial)
         except RecursionError:

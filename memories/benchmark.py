@@ -25,7 +25,7 @@ from django.utils import timezone
 from memories import exchange, search
 
 # The vocabulary that values are drawn from: each word is in about one value in eight.
-WORDS = (
+WORDS = (  # noqa: SIM905 - the vocabulary reads better as lines of words than as a column
     "python vim emacs french coffee tea morning evening rust java kotlin swift dark light mode tabs "
     "spaces concise verbose formal casual email chat meetings remote office music jazz quiet early "
     "late metric imperial spicy vegan running cycling reading travel budget detailed summary bullet"

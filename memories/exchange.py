@@ -167,5 +167,4 @@ def entry_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, line) for each entry line of the file, after its header."""
     with path.open("rb") as source:
         source.readline()
-        for number, line in enumerate(source, start=2):
-            yield number, line
+        yield from enumerate(source, start=2)

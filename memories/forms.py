@@ -6,15 +6,17 @@ would. Forms never write: views pass the cleaned data to memories.services.
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from django import forms
 
 from memories.models import DEFAULT_KIND
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
+Checked = TypeVar("Checked")
 
-def _checked(check: Callable[[Any], Any], value: Any) -> Any:
+
+def _checked(check: Callable[[object], Checked], value: object) -> Checked:
     try:
         return check(value)
     except InvalidField as error:

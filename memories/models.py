@@ -82,10 +82,11 @@ class MemoryEvent(models.Model):
     key = models.CharField(max_length=KEY_MAX_LENGTH)
     action = models.CharField(max_length=8, choices=Action.choices)
     version = models.PositiveIntegerField()
-    value_before = models.TextField(null=True, blank=True)
-    value_after = models.TextField(null=True, blank=True)
-    kind_before = models.CharField(max_length=KIND_MAX_LENGTH, null=True, blank=True)
-    kind_after = models.CharField(max_length=KIND_MAX_LENGTH, null=True, blank=True)
+    # None, not "": there was no entry before a create, nor after a delete.
+    value_before = models.TextField(null=True, blank=True)  # noqa: DJ001
+    value_after = models.TextField(null=True, blank=True)  # noqa: DJ001
+    kind_before = models.CharField(max_length=KIND_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
+    kind_after = models.CharField(max_length=KIND_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     meta_before = models.JSONField(null=True, blank=True)
     meta_after = models.JSONField(null=True, blank=True)
     actor = models.ForeignKey(

@@ -57,8 +57,8 @@ def _upsert_sql_for(vendor: str, rows: int) -> str:
     """The INSERT ... ON CONFLICT for `rows` tasks (the same text on SQLite and PostgreSQL).
 
     On conflict the task turns pending with the next revision and no failed attempts, due now (or
-    when it was already due); its claim is kept; it stays pending since its oldest change not yet pushed. In SET, `table.column` is the
-    row as it was and `excluded.column` the row this change proposes.
+    when it was already due); its claim is kept; it stays pending since its oldest change not yet pushed.
+    In SET, `table.column` is the row as it was and `excluded.column` the row this change proposes.
     """
     quote = connection.ops.quote_name
     table = quote(SyncTask._meta.db_table)

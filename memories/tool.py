@@ -19,7 +19,9 @@ ACTIONS = ("store", "get", "query", "list", "delete", "info", "evaluate")
 
 TOOL_SCHEMA: dict[str, Any] = {
     "name": "memory_backend",
-    "description": "Cross-session memory backends. Local SQLite default, Honcho cloud opt-in. Zero overhead when disabled.",
+    "description": (
+        "Cross-session memory backends. Local SQLite default, Honcho cloud opt-in. Zero overhead when disabled."
+    ),
     "parameters": {
         "type": "object",
         "properties": {

@@ -6,7 +6,7 @@ Each check raises InvalidField, whose message names the field and the limit, so 
 
 import json
 import re
-from typing import Any
+from collections.abc import Iterable
 
 from django.conf import settings
 
@@ -36,7 +36,7 @@ def _has_unstorable_characters(text: str) -> bool:
     return UNSTORABLE_CHARACTERS.search(text) is not None
 
 
-def _check_identifier(field: str, text: Any, max_length: int) -> str:
+def _check_identifier(field: str, text: object, max_length: int) -> str:
     if not isinstance(text, str):
         raise InvalidField(field, "must be a string.")
     if text == "":
@@ -48,15 +48,15 @@ def _check_identifier(field: str, text: Any, max_length: int) -> str:
     return text
 
 
-def check_uid(uid: Any) -> str:
+def check_uid(uid: object) -> str:
     return _check_identifier("uid", uid, UID_MAX_LENGTH)
 
 
-def check_key(key: Any) -> str:
+def check_key(key: object) -> str:
     return _check_identifier("key", key, KEY_MAX_LENGTH)
 
 
-def check_value(value: Any) -> str:
+def check_value(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidField("value", "must be a string.")
     if _has_unstorable_characters(value):
@@ -68,7 +68,7 @@ def check_value(value: Any) -> str:
     return value
 
 
-def check_kind(kind: Any) -> str:
+def check_kind(kind: object) -> str:
     if not isinstance(kind, str):
         raise InvalidField("kind", "must be a string.")
     if not 1 <= len(kind) <= KIND_MAX_LENGTH:
@@ -81,10 +81,11 @@ def check_kind(kind: Any) -> str:
     return kind
 
 
-def _depth(value: Any, limit: int) -> int:
+def _depth(value: object, limit: int) -> int:
     """Nesting depth of a JSON value, stopping early once past the limit."""
     deepest = 0
-    stack = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
+    children: Iterable[object]
     while stack:
         item, level = stack.pop()
         if isinstance(item, dict):
@@ -100,7 +101,7 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _has_unstorable_strings(value: Any) -> bool:
+def _has_unstorable_strings(value: object) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
@@ -115,7 +116,7 @@ def _has_unstorable_strings(value: Any) -> bool:
     return False
 
 
-def check_meta(meta: Any) -> dict:
+def check_meta(meta: object) -> dict:
     if not isinstance(meta, dict):
         raise InvalidField("meta", "must be a JSON object.")
     if _depth(meta, META_MAX_DEPTH) > META_MAX_DEPTH:

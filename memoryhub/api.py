@@ -5,7 +5,8 @@ loads (for the default throttle), so nothing here imports rest_framework.views a
 """
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse
@@ -88,7 +89,9 @@ class HubJSONParser(JSONParser):
     the field after parsing.
     """
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         try:
             return super().parse(stream, media_type, parser_context)
         except RecursionError:

@@ -25,7 +25,10 @@ class RequestBodyLimitMiddleware:
         if limit is not None and int(declared) > limit:
             return JsonResponse(
                 {
-                    "detail": f"The request body is {int(declared)} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."
+                    "detail": (
+                        f"The request body is {int(declared)} bytes; the limit is {limit} bytes "
+                        "(MEMORYHUB_MAX_BODY_BYTES)."
+                    )
                 },
                 status=413,
             )

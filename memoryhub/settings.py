@@ -191,7 +191,8 @@ if MEMORYHUB_RATE_LIMIT and not re.fullmatch(
     r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", MEMORYHUB_RATE_LIMIT
 ):
     raise ImproperlyConfigured(
-        f"MEMORYHUB_RATE_LIMIT must look like 1200/minute (per second, minute, hour or day); got {MEMORYHUB_RATE_LIMIT!r}"
+        "MEMORYHUB_RATE_LIMIT must look like 1200/minute (per second, minute, hour or day); "
+        f"got {MEMORYHUB_RATE_LIMIT!r}"
     )
 # The rate limit's counters live in a folder, so every worker process on a machine shares them.
 CACHES = {

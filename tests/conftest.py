@@ -14,7 +14,7 @@ from memories.accounts import account_create
 
 
 @pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):  # noqa: ANN001, ANN202
+def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
@@ -25,19 +25,19 @@ def _client_for(account: User) -> APIClient:
 
 
 @pytest.fixture
-def owner(db) -> User:  # noqa: ANN001
+def owner(db) -> User:
     account, _ = account_create(username="owner", password="owner-password-1")
     return account
 
 
 @pytest.fixture
-def stranger(db) -> User:  # noqa: ANN001
+def stranger(db) -> User:
     account, _ = account_create(username="stranger", password="stranger-password-1")
     return account
 
 
 @pytest.fixture
-def staff(db) -> User:  # noqa: ANN001
+def staff(db) -> User:
     account, _ = account_create(username="staffer", staff=True, password="staff-password-1")
     return account
 
@@ -58,7 +58,7 @@ def staff_api(staff: User) -> APIClient:
 
 
 @pytest.fixture
-def anonymous_api(db) -> APIClient:  # noqa: ANN001
+def anonymous_api(db) -> APIClient:
     return APIClient()
 
 
@@ -85,7 +85,7 @@ def staff_client(staff: User) -> Client:
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory) -> None:  # noqa: ANN001
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory) -> None:
     """On SQLite, test in a database file rather than shared memory, so that tests with several
     connections at once (sync workers in threads) lock as the hub does: waiting on the busy timeout,
     where shared memory fails at once with "database table is locked"."""

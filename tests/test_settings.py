@@ -12,7 +12,10 @@ def _load_settings(**env: str) -> subprocess.CompletedProcess:
     clean = {key: value for key, value in os.environ.items() if key not in ("SECRET_KEY", "DEBUG", "DATABASE_URL")}
     clean.update(env)
     clean["DJANGO_SETTINGS_MODULE"] = "memoryhub.settings"
-    code = "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.DEBUG)"
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.DATABASES['default']['ENGINE'], settings.DEBUG)"
+    )
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
 
 
@@ -44,7 +47,8 @@ def test_a_bad_boolean_or_number_is_named():
 def test_the_default_database_is_sqlite_under_the_data_dir_in_wal_mode(tmp_path):
     code = (
         "import django; django.setup(); from django.db import connection; c = connection.cursor(); "
-        "c.execute('PRAGMA journal_mode'); print(c.fetchone()[0]); c.execute('PRAGMA busy_timeout'); print(c.fetchone()[0]); "
+        "c.execute('PRAGMA journal_mode'); print(c.fetchone()[0]); "
+        "c.execute('PRAGMA busy_timeout'); print(c.fetchone()[0]); "
         "print(connection.settings_dict['NAME'])"
     )
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}

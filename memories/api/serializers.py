@@ -1,6 +1,7 @@
 """What the API reads and writes. Serializers parse and check shapes; services do the writing."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.conf import settings
 from rest_framework import serializers
@@ -17,13 +18,16 @@ class StrictCharField(serializers.CharField):
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data: Any) -> str:
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return data
 
 
-def _run_check(check, value: Any) -> Any:  # noqa: ANN001 - a validation.check_* function
+Checked = TypeVar("Checked")
+
+
+def _run_check(check: Callable[[object], Checked], value: object) -> Checked:
     try:
         return check(value)
     except InvalidField as error:
@@ -56,7 +60,7 @@ class EntryWriteSerializer(serializers.Serializer):
     def validate_kind(self, kind: str) -> str:
         return _run_check(check_kind, kind)
 
-    def validate_meta(self, meta: Any) -> dict:
+    def validate_meta(self, meta: object) -> dict:
         return _run_check(check_meta, meta)
 
 

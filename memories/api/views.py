@@ -107,7 +107,9 @@ class MemoryListView(HubAPIView):
             OpenApiParameter(
                 "q",
                 str,
-                description="Only entries whose key or value holds this text (any case), best match first, then newest.",
+                description=(
+                    "Only entries whose key or value holds this text (any case), best match first, then newest."
+                ),
             ),
             OpenApiParameter("kind", str, description="Only entries of this kind."),
             OpenApiParameter(

@@ -141,7 +141,7 @@ def _timestamp(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
-def _parse_timestamp(text: Any) -> datetime | None:
+def _parse_timestamp(text: object) -> datetime | None:
     if not isinstance(text, str):
         return None
     try:

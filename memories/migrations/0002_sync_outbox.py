@@ -3,11 +3,13 @@
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 import memories.models
 
 
-def give_each_entry_its_own_session_id(apps, schema_editor):
+def give_each_entry_its_own_session_id(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Existing entries get one id each (a callable default would give them all the same one)."""
     entries = apps.get_model("memories", "MemoryEntry")
     for entry in entries.objects.only("pk").iterator():

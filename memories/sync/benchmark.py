@@ -85,7 +85,8 @@ class OverheadReport:
             for row in rows
         ]
         lines.append(
-            f"outbox rows left by the puts with sync on: {self.tasks_queued} (their {self.writes} changes collapsed per entry), "
+            f"outbox rows left by the puts with sync on: {self.tasks_queued} "
+            f"(their {self.writes} changes collapsed per entry), "
             f"{self.tasks_pending} of them pending"
         )
         return "\n".join(lines)

@@ -226,13 +226,13 @@ def reconcile(store: HonchoStore) -> Reconciliation:
     for entry in entries:
         result.entries += 1
         found = remote.pop(entry.honcho_session_id, None)
-        identity = dict(
-            session_id=entry.honcho_session_id,
-            owner_id=entry.owner_id,
-            uid=entry.uid,
-            key=entry.key,
-            version=entry.version,
-        )
+        identity = {
+            "session_id": entry.honcho_session_id,
+            "owner_id": entry.owner_id,
+            "uid": entry.uid,
+            "key": entry.key,
+            "version": entry.version,
+        }
         if found is None:
             result.differences.append(Difference(kind="missing", **identity))
         elif record_metadata(found.record) != record_metadata(honcho_record(entry)):

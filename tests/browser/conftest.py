@@ -49,7 +49,7 @@ def open_page(browser: Browser, base_url: str, viewport: dict) -> Page:
 
 
 @pytest.fixture
-def page(browser: Browser, live_server) -> Iterator[Page]:  # noqa: ANN001
+def page(browser: Browser, live_server) -> Iterator[Page]:
     """A fresh desktop-sized tab (its own cookies) on the live server."""
     tab = open_page(browser, live_server.url, DESKTOP)
     yield tab

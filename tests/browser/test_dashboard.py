@@ -11,7 +11,7 @@ from tests.browser.conftest import log_in
 SCRIPT = "<script>alert(1)</script>"
 
 
-def test_a_person_logs_in_and_out(page: Page, owner) -> None:  # noqa: ANN001
+def test_a_person_logs_in_and_out(page: Page, owner) -> None:
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/login/\?next=/$"))
     log_in(page, owner, "owner-password-1")
@@ -22,7 +22,7 @@ def test_a_person_logs_in_and_out(page: Page, owner) -> None:  # noqa: ANN001
     expect(page).to_have_url(re.compile(r"/login/"))
 
 
-def test_a_wrong_password_is_refused_with_a_message(page: Page, owner) -> None:  # noqa: ANN001
+def test_a_wrong_password_is_refused_with_a_message(page: Page, owner) -> None:
     page.goto("/login/")
     page.get_by_label("Username").fill("owner")
     page.get_by_label("Password").fill("not-the-password")
@@ -30,7 +30,7 @@ def test_a_wrong_password_is_refused_with_a_message(page: Page, owner) -> None: 
     expect(page.get_by_role("alert")).to_contain_text("Please enter a correct username and password")
 
 
-def test_a_person_creates_searches_edits_and_reads_the_history_of_a_memory(page: Page, owner) -> None:  # noqa: ANN001
+def test_a_person_creates_searches_edits_and_reads_the_history_of_a_memory(page: Page, owner) -> None:
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim")
     log_in(page, owner, "owner-password-1")
 
@@ -71,7 +71,7 @@ def test_a_person_creates_searches_edits_and_reads_the_history_of_a_memory(page:
     assert selectors.entry_get(owner=owner, uid="alice", key="language").version == 2
 
 
-def test_a_mistake_in_the_form_is_shown_next_to_its_field_and_the_typing_is_kept(page: Page, owner) -> None:  # noqa: ANN001
+def test_a_mistake_in_the_form_is_shown_next_to_its_field_and_the_typing_is_kept(page: Page, owner) -> None:
     log_in(page, owner, "owner-password-1")
     page.goto("/memory/new/?uid=alice")
     page.get_by_label("Key").fill("language")
@@ -86,7 +86,7 @@ def test_a_mistake_in_the_form_is_shown_next_to_its_field_and_the_typing_is_kept
     assert not MemoryEntry.objects.exists()
 
 
-def test_a_person_deletes_a_memory_and_forgets_a_user_after_confirming(page: Page, owner) -> None:  # noqa: ANN001
+def test_a_person_deletes_a_memory_and_forgets_a_user_after_confirming(page: Page, owner) -> None:
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
     services.entry_put(owner=owner, uid="bob", key="tone", value="answers in French")
     services.entry_put(owner=owner, uid="bob", key="editor", value="uses emacs")
@@ -107,7 +107,7 @@ def test_a_person_deletes_a_memory_and_forgets_a_user_after_confirming(page: Pag
     assert not MemoryEntry.objects.filter(owner=owner, uid="bob").exists()
 
 
-def test_a_script_in_a_value_stays_text_and_never_runs(page: Page, owner) -> None:  # noqa: ANN001
+def test_a_script_in_a_value_stays_text_and_never_runs(page: Page, owner) -> None:
     services.entry_put(owner=owner, uid="alice", key=SCRIPT, value=SCRIPT, meta={"note": SCRIPT})
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -123,7 +123,7 @@ def test_a_script_in_a_value_stays_text_and_never_runs(page: Page, owner) -> Non
     assert dialogs == []
 
 
-def test_every_control_on_a_users_page_is_reachable_with_the_tab_key(page: Page, owner) -> None:  # noqa: ANN001
+def test_every_control_on_a_users_page_is_reachable_with_the_tab_key(page: Page, owner) -> None:
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
     log_in(page, owner, "owner-password-1")
     page.goto("/user/?uid=alice")
@@ -145,7 +145,7 @@ def test_every_control_on_a_users_page_is_reachable_with_the_tab_key(page: Page,
         assert control in reached, f"{control!r} is not reachable with Tab"
 
 
-def test_staff_switch_to_all_accounts_and_open_another_accounts_memory(page: Page, staff, owner) -> None:  # noqa: ANN001
+def test_staff_switch_to_all_accounts_and_open_another_accounts_memory(page: Page, staff, owner) -> None:
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
     log_in(page, staff, "staff-password-1")
     page.get_by_role("link", name="Users", exact=True).click()

@@ -6,7 +6,7 @@ from evaluation.models import EvaluationRun
 from tests.browser.conftest import log_in
 
 
-def test_staff_run_an_evaluation_and_see_it_in_the_chart_and_on_the_overview(page: Page, staff) -> None:  # noqa: ANN001
+def test_staff_run_an_evaluation_and_see_it_in_the_chart_and_on_the_overview(page: Page, staff) -> None:
     log_in(page, staff, "staff-password-1")
     expect(page.get_by_role("region", name="Latest evaluation")).to_contain_text("No evaluation yet")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Evaluations").click()
@@ -37,7 +37,7 @@ def test_staff_run_an_evaluation_and_see_it_in_the_chart_and_on_the_overview(pag
     expect(page.get_by_role("region", name="Latest evaluation")).to_contain_text("local, 100 points")
 
 
-def test_an_account_that_is_not_staff_sees_runs_but_no_run_button(page: Page, owner, staff) -> None:  # noqa: ANN001
+def test_an_account_that_is_not_staff_sees_runs_but_no_run_button(page: Page, owner, staff) -> None:
     log_in(page, owner, "owner-password-1")
     page.goto("/evaluations/")
     expect(page.get_by_text("python manage.py evaluate")).to_be_visible()

@@ -30,7 +30,7 @@ PAGES = [
 
 
 @pytest.fixture
-def sample_memories(owner):  # noqa: ANN001, ANN201
+def sample_memories(owner):
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python for scripts, Rust for tools")
     services.entry_put(
         owner=owner,
@@ -50,7 +50,7 @@ def sample_memories(owner):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture
-def sample_evaluations(settings, staff):  # noqa: ANN001, ANN201
+def sample_evaluations(settings, staff):
     """A week of daily runs of null, local and Honcho (the in-process double; unreachable one day)."""
     honcho = HonchoDouble()
     reachable = {"honcho": {"http_client": honcho.http_client()}}
@@ -75,7 +75,7 @@ def test_the_main_pages_fit_the_screen_and_are_photographed(
     sample_memories,
     sample_evaluations,
     screen: str,
-    tmp_path: Path,  # noqa: ANN001
+    tmp_path: Path,
 ) -> None:
     folder = Path(os.environ.get("MEMORYHUB_SCREENSHOTS_DIR") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)

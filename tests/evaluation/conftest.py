@@ -11,7 +11,7 @@ from memories.backends import forget_honcho_probe
 
 
 @pytest.fixture(autouse=True)
-def _honcho_unconfigured(settings) -> Iterator[None]:  # noqa: ANN001
+def _honcho_unconfigured(settings) -> Iterator[None]:
     settings.HONCHO_URL, settings.HONCHO_API_KEY, settings.HONCHO_TIMEOUT = "", "", 2.0
     forget_honcho_probe()
     yield
@@ -19,7 +19,7 @@ def _honcho_unconfigured(settings) -> Iterator[None]:  # noqa: ANN001
 
 
 @pytest.fixture
-def served_double(settings) -> Iterator[HonchoDouble]:  # noqa: ANN001
+def served_double(settings) -> Iterator[HonchoDouble]:
     """A Honcho double on 127.0.0.1, with HONCHO_URL pointing at it."""
     double = HonchoDouble()
     with double.running() as base_url:

@@ -6,7 +6,7 @@ from evaluation.models import EvaluationRun
 from evaluation.services import evaluation_run
 
 
-def test_runs_are_listed_newest_first_and_paginated(owner_api, owner):  # noqa: ANN001
+def test_runs_are_listed_newest_first_and_paginated(owner_api, owner):
     older = evaluation_run(backend_names=["null"], ops=1).run
     newer = evaluation_run(backend_names=["local"], ops=1, requested_by=owner).run
     page = owner_api.get("/api/v1/evaluations/?page_size=1").json()
@@ -17,7 +17,7 @@ def test_runs_are_listed_newest_first_and_paginated(owner_api, owner):  # noqa: 
     assert owner_api.get(page["next"]).json()["results"][0]["id"] == older.pk
 
 
-def test_staff_can_run_an_evaluation_and_it_is_stored(staff_api):  # noqa: ANN001
+def test_staff_can_run_an_evaluation_and_it_is_stored(staff_api):
     response = staff_api.post("/api/v1/evaluations/", {"backends": ["local"], "ops": 2}, format="json")
     assert response.status_code == 201
     body = response.json()
@@ -25,13 +25,13 @@ def test_staff_can_run_an_evaluation_and_it_is_stored(staff_api):  # noqa: ANN00
     assert EvaluationRun.objects.get().pk == body["id"]
 
 
-def test_only_staff_may_run_one(owner_api, anonymous_api):  # noqa: ANN001
+def test_only_staff_may_run_one(owner_api, anonymous_api):
     assert owner_api.post("/api/v1/evaluations/", {}, format="json").status_code == 403
     assert anonymous_api.get("/api/v1/evaluations/").status_code == 401
     assert not EvaluationRun.objects.exists()
 
 
-def test_a_bad_request_names_the_field(staff_api):  # noqa: ANN001
+def test_a_bad_request_names_the_field(staff_api):
     unknown = staff_api.post("/api/v1/evaluations/", {"backends": ["redis"]}, format="json")
     too_many = staff_api.post("/api/v1/evaluations/", {"ops": 5000}, format="json")
     unconfigured = staff_api.post("/api/v1/evaluations/", {"backends": ["honcho"]}, format="json")
@@ -41,7 +41,7 @@ def test_a_bad_request_names_the_field(staff_api):  # noqa: ANN001
     assert not EvaluationRun.objects.exists()
 
 
-def test_the_tools_evaluate_action_replies_as_the_reference_does(owner_api, owner):  # noqa: ANN001
+def test_the_tools_evaluate_action_replies_as_the_reference_does(owner_api, owner):
     reply = owner_api.post("/api/v1/tool", {"action": "evaluate"}, format="json").json()
     assert reply["ok"] is True
     assert reply["recommendation"] == "Best: local (100pts, A)"
@@ -52,14 +52,14 @@ def test_the_tools_evaluate_action_replies_as_the_reference_does(owner_api, owne
     assert not EvaluationRun.objects.exists(), "only staff add runs to the hub's stored evaluations"
 
 
-def test_a_staff_accounts_tool_evaluation_is_stored(staff_api, staff):  # noqa: ANN001
+def test_a_staff_accounts_tool_evaluation_is_stored(staff_api, staff):
     reply = staff_api.post("/api/v1/tool", {"action": "evaluate"}, format="json").json()
 
     assert reply["recommendation"] == "Best: local (100pts, A)"
     assert EvaluationRun.objects.get().requested_by == staff
 
 
-def test_the_admin_shows_runs_but_cannot_change_them(staff):  # noqa: ANN001
+def test_the_admin_shows_runs_but_cannot_change_them(staff):
     run = evaluation_run(backend_names=["local"], ops=1).run
     browser = Client()
     browser.force_login(staff)

@@ -26,7 +26,7 @@ def rows(table: str) -> dict[str, list[str]]:
     }
 
 
-def test_it_prints_a_table_grading_local_a_and_recommending_it(db):  # noqa: ANN001
+def test_it_prints_a_table_grading_local_a_and_recommending_it(db):
     out, err = evaluate("--ops", "3")
     header = out.splitlines()[0].split()
     assert header[:5] == ["backend", "available", "put", "get", "find"]
@@ -39,7 +39,7 @@ def test_it_prints_a_table_grading_local_a_and_recommending_it(db):  # noqa: ANN
     assert "evaluating null" in err and "evaluated local: A" in err
 
 
-def test_json_is_one_document_in_the_reference_shape_with_the_new_fields(db):  # noqa: ANN001
+def test_json_is_one_document_in_the_reference_shape_with_the_new_fields(db):
     out, _ = evaluate("--json", "--ops", "2")
     document = json.loads(out)
     assert document["recommendation"].startswith("Best: local")
@@ -54,7 +54,7 @@ def test_json_is_one_document_in_the_reference_shape_with_the_new_fields(db):  #
     )
 
 
-def test_a_run_is_stored_unless_no_save_is_given(db):  # noqa: ANN001
+def test_a_run_is_stored_unless_no_save_is_given(db):
     evaluate("--ops", "1")
     assert EvaluationRun.objects.count() == 1
     assert list(BackendResult.objects.values_list("name", "grade")) == [("null", "B"), ("local", "A")]
@@ -71,13 +71,13 @@ def test_a_run_is_stored_unless_no_save_is_given(db):  # noqa: ANN001
         (["--ops", "0"], "ops must be between 1 and 1000"),
     ],
 )
-def test_a_bad_request_or_configuration_exits_non_zero_with_a_clear_message(db, arguments: list[str], message: str):  # noqa: ANN001
+def test_a_bad_request_or_configuration_exits_non_zero_with_a_clear_message(db, arguments: list[str], message: str):
     with pytest.raises(CommandError, match=message):
         evaluate(*arguments)
     assert EvaluationRun.objects.count() == 0
 
 
-def test_honcho_pointed_at_the_double_is_graded_through_real_sdk_round_trips(db, served_double: HonchoDouble):  # noqa: ANN001
+def test_honcho_pointed_at_the_double_is_graded_through_real_sdk_round_trips(db, served_double: HonchoDouble):
     out, _ = evaluate("--json", "--ops", "2", "--backend", "local", "--backend", "honcho")
     honcho = json.loads(out)["results"][1]
     assert (honcho["name"], honcho["ok"], honcho["cloud"]) == ("honcho", True, True)
@@ -90,7 +90,7 @@ def test_honcho_pointed_at_the_double_is_graded_through_real_sdk_round_trips(db,
     assert served_double.sessions("memoryhub") == []  # the probe's sessions are gone
 
 
-def test_honcho_refusing_the_key_is_graded_f_with_the_reason_after_one_call(db, settings):  # noqa: ANN001
+def test_honcho_refusing_the_key_is_graded_f_with_the_reason_after_one_call(db, settings):
     double = HonchoDouble(api_key="the-right-key")
     with double.running() as base_url:
         settings.HONCHO_URL, settings.HONCHO_API_KEY = base_url, "a-wrong-key"
@@ -101,7 +101,7 @@ def test_honcho_refusing_the_key_is_graded_f_with_the_reason_after_one_call(db, 
     assert len(double.calls) == 1
 
 
-def test_honcho_unreachable_is_graded_f_with_the_reason(db, settings):  # noqa: ANN001
+def test_honcho_unreachable_is_graded_f_with_the_reason(db, settings):
     settings.HONCHO_URL = closed_port_url()
     out, _ = evaluate("--backend", "honcho", "--backend", "local")
     assert rows(out)["honcho"][-1] == "F"

@@ -60,19 +60,19 @@ def points_of(svg: str, backend: str) -> int:
     return series.group(0).count('class="point"') if series else 0
 
 
-def test_the_page_asks_an_anonymous_visitor_to_log_in_and_refuses_their_post(db):  # noqa: ANN001
+def test_the_page_asks_an_anonymous_visitor_to_log_in_and_refuses_their_post(db):
     assert Client().get("/evaluations/")["Location"].startswith("/login/?next=")
     assert Client().post("/evaluations/")["Location"].startswith("/login/?next=")
     assert not EvaluationRun.objects.exists()
 
 
-def test_with_no_run_the_page_says_how_to_run_one(owner_client):  # noqa: ANN001
+def test_with_no_run_the_page_says_how_to_run_one(owner_client):
     page = owner_client.get("/evaluations/").content.decode()
     assert "No evaluation yet." in page and "python manage.py evaluate" in page
     assert "Run an evaluation now" not in page and "<svg" not in page
 
 
-def test_staff_see_a_button_that_runs_an_evaluation(staff_client, staff):  # noqa: ANN001
+def test_staff_see_a_button_that_runs_an_evaluation(staff_client, staff):
     assert "Run an evaluation now" in staff_client.get("/evaluations/").content.decode()
     response = staff_client.post("/evaluations/", follow=True)
     run = EvaluationRun.objects.get()
@@ -82,26 +82,26 @@ def test_staff_see_a_button_that_runs_an_evaluation(staff_client, staff):  # noq
     assert "run by staffer" in page and points_of(chart(page, "score-chart"), "local") == 1
 
 
-def test_an_account_that_is_not_staff_gets_403_when_it_posts(owner_client):  # noqa: ANN001
+def test_an_account_that_is_not_staff_gets_403_when_it_posts(owner_client):
     assert owner_client.post("/evaluations/").status_code == 403
     assert not EvaluationRun.objects.exists()
 
 
-def test_the_run_button_needs_the_csrf_token(staff):  # noqa: ANN001
+def test_the_run_button_needs_the_csrf_token(staff):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(staff)
     assert browser.post("/evaluations/").status_code == 403
     assert not EvaluationRun.objects.exists()
 
 
-def test_an_evaluation_that_cannot_run_is_reported_and_nothing_is_stored(staff_client):  # noqa: ANN001
+def test_an_evaluation_that_cannot_run_is_reported_and_nothing_is_stored(staff_client):
     get_user_model().objects.create_user(username=PROBE_USERNAME, password="a-real-person-1")
     page = staff_client.post("/evaluations/", follow=True).content.decode()
     assert "The evaluation did not run:" in page
     assert not EvaluationRun.objects.exists()
 
 
-def test_every_account_sees_the_latest_runs_table_and_recommendation(stranger_client, staff):  # noqa: ANN001
+def test_every_account_sees_the_latest_runs_table_and_recommendation(stranger_client, staff):
     evaluation_run(backend_names=["null", "local"], ops=2, requested_by=staff)
     page = stranger_client.get("/evaluations/").content.decode()
     assert "<strong>Best: local (100pts, A)</strong>" in page and "run by staffer" in page
@@ -119,7 +119,7 @@ def test_every_account_sees_the_latest_runs_table_and_recommendation(stranger_cl
     )
 
 
-def test_an_unreachable_backend_is_graded_f_with_its_reason_and_has_no_latency_point(owner_client, settings):  # noqa: ANN001
+def test_an_unreachable_backend_is_graded_f_with_its_reason_and_has_no_latency_point(owner_client, settings):
     settings.HONCHO_URL = closed_port_url()
     evaluation_run(backend_names=["local", "honcho"], ops=1)
     page = owner_client.get("/evaluations/").content.decode()
@@ -131,7 +131,7 @@ def test_an_unreachable_backend_is_graded_f_with_its_reason_and_has_no_latency_p
     assert points_of(chart(page, "latency-chart"), "local") == 1
 
 
-def test_the_charts_draw_a_point_for_each_run_of_each_backend(owner_client):  # noqa: ANN001
+def test_the_charts_draw_a_point_for_each_run_of_each_backend(owner_client):
     for minutes_ago, local_score in [(30, 80), (20, 90), (10, 100)]:
         stored_run(
             minutes_ago=minutes_ago,
@@ -161,7 +161,7 @@ def test_the_charts_draw_a_point_for_each_run_of_each_backend(owner_client):  # 
     assert page.count("<tr>") >= 1 + 6 and "The charts' figures as a table" in page
 
 
-def test_backend_names_are_escaped_in_the_charts_and_tables(owner_client):  # noqa: ANN001
+def test_backend_names_are_escaped_in_the_charts_and_tables(owner_client):
     stored_run(minutes_ago=5, results=[{"name": SCRIPT, "reason": SCRIPT}])
     page = owner_client.get("/evaluations/").content.decode()
     assert "<script" not in page
@@ -171,7 +171,7 @@ def test_backend_names_are_escaped_in_the_charts_and_tables(owner_client):  # no
     assert page.count(escaped) >= 6
 
 
-def test_the_charts_show_the_latest_runs_only(owner_client):  # noqa: ANN001
+def test_the_charts_show_the_latest_runs_only(owner_client):
     for minutes_ago in range(CHART_RUNS + 5):
         stored_run(minutes_ago=minutes_ago, results=[{"name": "local"}])
     page = owner_client.get("/evaluations/").content.decode()
@@ -179,7 +179,7 @@ def test_the_charts_show_the_latest_runs_only(owner_client):  # noqa: ANN001
     assert f"The latest {CHART_RUNS} runs" in page and "Older runs are in the API" in page
 
 
-def test_the_page_renders_in_four_queries_however_many_runs(owner_client, django_assert_num_queries):  # noqa: ANN001
+def test_the_page_renders_in_four_queries_however_many_runs(owner_client, django_assert_num_queries):
     for minutes_ago in range(CHART_RUNS + 5):
         stored_run(minutes_ago=minutes_ago, results=[{"name": "null", "score": 75, "grade": "B"}, {"name": "local"}])
     # session, account, the newest runs with who asked for them, their results
@@ -187,17 +187,17 @@ def test_the_page_renders_in_four_queries_however_many_runs(owner_client, django
         assert owner_client.get("/evaluations/").status_code == 200
 
 
-def test_the_empty_page_renders_in_three_queries(owner_client, django_assert_num_queries):  # noqa: ANN001
+def test_the_empty_page_renders_in_three_queries(owner_client, django_assert_num_queries):
     # session, account, the (no) runs
     with django_assert_num_queries(3):
         assert owner_client.get("/evaluations/").status_code == 200
 
 
-def test_every_page_links_to_the_evaluations(owner_client):  # noqa: ANN001
+def test_every_page_links_to_the_evaluations(owner_client):
     assert '<a href="/evaluations/">Evaluations</a>' in owner_client.get("/users/").content.decode()
 
 
-def test_the_overview_shows_the_latest_evaluations_grade(owner_client):  # noqa: ANN001
+def test_the_overview_shows_the_latest_evaluations_grade(owner_client):
     assert "No evaluation yet: run <code>python manage.py evaluate</code>" in owner_client.get("/").content.decode()
     stored_run(
         minutes_ago=20, results=[{"name": "local", "score": 60, "grade": "B"}], recommendation="Best: local (60pts, B)"
@@ -222,13 +222,13 @@ def test_the_overview_shows_the_latest_evaluations_grade(owner_client):  # noqa:
     )
 
 
-def test_the_overview_panel_names_no_backend_when_only_null_answered(owner_client):  # noqa: ANN001
+def test_the_overview_panel_names_no_backend_when_only_null_answered(owner_client):
     stored_run(minutes_ago=1, results=[{"name": "null", "score": 75, "grade": "B"}], recommendation="None")
     assert "No backend other than null was available." in owner_client.get("/").content.decode()
 
 
 @pytest.mark.parametrize("with_run", [False, True])
-def test_the_evaluation_panel_costs_the_overview_one_query(owner_client, settings, django_assert_num_queries, with_run):  # noqa: ANN001
+def test_the_evaluation_panel_costs_the_overview_one_query(owner_client, settings, django_assert_num_queries, with_run):
     settings.MEMORYHUB_OVERVIEW_PANELS = ["evaluation.panels.latest_evaluation_panel"]
     if with_run:
         stored_run(minutes_ago=1, results=[{"name": "null", "score": 75, "grade": "B"}, {"name": "local"}])
@@ -238,11 +238,11 @@ def test_the_evaluation_panel_costs_the_overview_one_query(owner_client, setting
         assert "Latest evaluation" in owner_client.get("/").content.decode()
 
 
-def test_the_evaluation_panel_is_in_the_settings(settings):  # noqa: ANN001
+def test_the_evaluation_panel_is_in_the_settings(settings):
     assert "evaluation.panels.latest_evaluation_panel" in settings.MEMORYHUB_OVERVIEW_PANELS
 
 
-def test_one_run_is_drawn_in_the_middle_with_its_time_below(owner_client):  # noqa: ANN001
+def test_one_run_is_drawn_in_the_middle_with_its_time_below(owner_client):
     run = stored_run(minutes_ago=1, results=[{"name": "local", "ms": 0.5}])
     scores = chart(owner_client.get("/evaluations/").content.decode(), "score-chart")
     assert points_of(scores, "local") == 1 and "<polyline" not in scores
@@ -250,7 +250,7 @@ def test_one_run_is_drawn_in_the_middle_with_its_time_below(owner_client):  # no
     assert timezone.localtime(run.started).strftime("%H:%M") in scores
 
 
-def test_the_evaluations_page_loads_nothing_from_another_host(owner_client):  # noqa: ANN001
+def test_the_evaluations_page_loads_nothing_from_another_host(owner_client):
     stored_run(minutes_ago=1, results=[{"name": "null", "score": 75, "grade": "B"}, {"name": "local"}])
     page = owner_client.get("/evaluations/").content.decode()
     assert 'src="http' not in page and 'href="http' not in page and "<script" not in page and "<image" not in page

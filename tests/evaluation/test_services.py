@@ -15,12 +15,12 @@ def honcho_on(double: HonchoDouble) -> dict:
 
 
 @pytest.fixture
-def in_process_honcho(settings) -> HonchoDouble:  # noqa: ANN001
+def in_process_honcho(settings) -> HonchoDouble:
     settings.HONCHO_URL = IN_PROCESS_BASE_URL
     return HonchoDouble()
 
 
-def test_probe_data_is_gone_afterwards_and_real_entries_are_untouched(owner):  # noqa: ANN001
+def test_probe_data_is_gone_afterwards_and_real_entries_are_untouched(owner):
     services.entry_put(owner=owner, uid=PROBE_UID, key="probe-0000", value="a real memory that looks like a probe")
     evaluation_run(backend_names=["local"], ops=3)
     probe = get_user_model().objects.get(username=PROBE_USERNAME)
@@ -30,7 +30,7 @@ def test_probe_data_is_gone_afterwards_and_real_entries_are_untouched(owner):  #
     assert probe.is_active is False and not probe.has_usable_password()
 
 
-def test_a_run_leaves_another_runs_probe_data_alone_and_grades_as_if_alone(db):  # noqa: ANN001
+def test_a_run_leaves_another_runs_probe_data_alone_and_grades_as_if_alone(db):
     from memories.accounts import probe_account
 
     probe = probe_account()
@@ -43,7 +43,7 @@ def test_a_run_leaves_another_runs_probe_data_alone_and_grades_as_if_alone(db): 
     assert set(MemoryEntry.objects.filter(owner=probe).values_list("uid", flat=True)) == {other_run_uid}
 
 
-def test_honcho_probe_sessions_are_deleted_afterwards(db, in_process_honcho: HonchoDouble):  # noqa: ANN001
+def test_honcho_probe_sessions_are_deleted_afterwards(db, in_process_honcho: HonchoDouble):
     report = evaluation_run(backend_names=["honcho"], ops=3, backend_options=honcho_on(in_process_honcho))
     assert report.scores[0].available is True
     assert in_process_honcho.sessions("memoryhub") == []
@@ -58,7 +58,7 @@ def test_honcho_probe_sessions_are_deleted_afterwards(db, in_process_honcho: Hon
         (Fault.TIMEOUT, "did not answer within 2 s"),
     ],
 )
-def test_honcho_that_cannot_be_used_is_graded_f_with_the_reason_after_one_call(db, in_process_honcho, fault, reason):  # noqa: ANN001
+def test_honcho_that_cannot_be_used_is_graded_f_with_the_reason_after_one_call(db, in_process_honcho, fault, reason):
     in_process_honcho.faults.fail(1.0, kinds=(fault,))
     (score,) = evaluation_run(backend_names=["honcho"], ops=5, backend_options=honcho_on(in_process_honcho)).scores
     assert (score.available, score.score, score.grade) == (False, 0, "F")
@@ -66,7 +66,7 @@ def test_honcho_that_cannot_be_used_is_graded_f_with_the_reason_after_one_call(d
     assert len(in_process_honcho.calls) == 1
 
 
-def test_an_operation_that_fails_stops_repeating_and_says_why(db, in_process_honcho: HonchoDouble):  # noqa: ANN001
+def test_an_operation_that_fails_stops_repeating_and_says_why(db, in_process_honcho: HonchoDouble):
     in_process_honcho.faults.fail_next.extend([None, None, None, None, None, None, None, Fault.SERVER_ERROR])
     (score,) = evaluation_run(backend_names=["honcho"], ops=5, backend_options=honcho_on(in_process_honcho)).scores
     put = score.operations["put"]
@@ -75,7 +75,7 @@ def test_an_operation_that_fails_stops_repeating_and_says_why(db, in_process_hon
     assert score.score < 100
 
 
-def test_a_run_is_stored_with_one_result_per_backend_in_order(owner):  # noqa: ANN001
+def test_a_run_is_stored_with_one_result_per_backend_in_order(owner):
     report = evaluation_run(backend_names=["local", "null"], ops=2, requested_by=owner)
     run = report.run
     results = list(run.results.all())
@@ -90,7 +90,7 @@ def test_a_run_is_stored_with_one_result_per_backend_in_order(owner):  # noqa: A
     }
 
 
-def test_an_active_account_holding_the_probe_name_stops_the_run(db):  # noqa: ANN001
+def test_an_active_account_holding_the_probe_name_stops_the_run(db):
     get_user_model().objects.create_user(username=PROBE_USERNAME, password="a-real-person-1")
     with pytest.raises(EvaluationError, match="reserved for evaluation probes"):
         evaluation_run(backend_names=["local"], ops=1)

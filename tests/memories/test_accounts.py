@@ -5,7 +5,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 
-def _run(*args, env=None, monkeypatch=None):  # noqa: ANN001, ANN002, ANN202
+def _run(*args, env=None, monkeypatch=None):
     from io import StringIO
 
     out, err = StringIO(), StringIO()

@@ -5,7 +5,7 @@ from memories.models import MemoryEntry, MemoryEvent
 
 
 @pytest.fixture
-def admin_client_logged_in(client, staff):  # noqa: ANN001, ANN201
+def admin_client_logged_in(client, staff):
     client.force_login(staff)
     return client
 

@@ -7,7 +7,7 @@ BASE = "/api/v1/users"
 
 
 @pytest.fixture
-def alice_language(owner):  # noqa: ANN001, ANN201
+def alice_language(owner):
     return services.entry_put(
         owner=owner, uid="alice", key="language", value="prefers Python", meta={"source": "chat"}
     ).entry

@@ -8,7 +8,7 @@ from memories.models import MemoryEvent
 BATCH_URL = "/api/v1/users/alice/memories/batch"
 
 
-def _keys(owner) -> list[str]:  # noqa: ANN001
+def _keys(owner) -> list[str]:
     return sorted(entry.key for entry in selectors.entry_list(owner=owner, uid="alice"))
 
 

@@ -9,11 +9,11 @@ from memories.models import MemoryEntry, MemoryEvent
 
 
 @pytest.fixture
-def language(owner):  # noqa: ANN001, ANN201
+def language(owner):
     return services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python").entry
 
 
-def test_the_create_form_stores_a_memory_and_opens_it(owner_client, owner):  # noqa: ANN001
+def test_the_create_form_stores_a_memory_and_opens_it(owner_client, owner):
     response = owner_client.post(
         "/memory/new/",
         {"uid": "alice", "key": "language", "value": "prefers Python", "kind": "fact", "meta": '{"source": "chat"}'},
@@ -25,13 +25,13 @@ def test_the_create_form_stores_a_memory_and_opens_it(owner_client, owner):  # n
     assert MemoryEvent.objects.get(owner=owner, key="language").actor == owner
 
 
-def test_the_create_form_starts_with_the_uid_it_was_opened_for(owner_client):  # noqa: ANN001
+def test_the_create_form_starts_with_the_uid_it_was_opened_for(owner_client):
     page = owner_client.get("/memory/new/?uid=alice").content.decode()
     assert 'name="uid" value="alice"' in page
     assert '<label for="id_value">Value</label>' in page
 
 
-def test_a_bad_field_is_named_next_to_it_and_what_was_typed_is_kept(owner_client, owner):  # noqa: ANN001
+def test_a_bad_field_is_named_next_to_it_and_what_was_typed_is_kept(owner_client, owner):
     long_key = "k" * 256
     response = owner_client.post(
         "/memory/new/",
@@ -46,7 +46,7 @@ def test_a_bad_field_is_named_next_to_it_and_what_was_typed_is_kept(owner_client
     assert not MemoryEntry.objects.exists()
 
 
-def test_a_value_over_the_byte_limit_names_the_limit(owner_client, settings):  # noqa: ANN001
+def test_a_value_over_the_byte_limit_names_the_limit(owner_client, settings):
     settings.MEMORYHUB_MAX_VALUE_BYTES = 8
     page = owner_client.post(
         "/memory/new/", {"uid": "alice", "key": "k", "value": "ééééé", "kind": "fact", "meta": "{}"}
@@ -54,7 +54,7 @@ def test_a_value_over_the_byte_limit_names_the_limit(owner_client, settings):  #
     assert "must be at most 8 bytes (UTF-8); got 10." in page.content.decode()
 
 
-def test_meta_must_be_a_json_object(owner_client):  # noqa: ANN001
+def test_meta_must_be_a_json_object(owner_client):
     page = owner_client.post(
         "/memory/new/", {"uid": "alice", "key": "k", "value": "v", "kind": "fact", "meta": "[1, 2]"}
     )
@@ -62,7 +62,7 @@ def test_meta_must_be_a_json_object(owner_client):  # noqa: ANN001
 
 
 @pytest.mark.parametrize("depth", [1000, 5000])
-def test_meta_nested_past_any_parser_is_a_field_error_not_a_server_error(owner_client, depth):  # noqa: ANN001
+def test_meta_nested_past_any_parser_is_a_field_error_not_a_server_error(owner_client, depth):
     deep = "[" * depth + "]" * depth
     page = owner_client.post("/memory/new/", {"uid": "alice", "key": "k", "value": "v", "kind": "fact", "meta": deep})
 
@@ -71,7 +71,7 @@ def test_meta_nested_past_any_parser_is_a_field_error_not_a_server_error(owner_c
     assert not MemoryEntry.objects.exists()
 
 
-def test_creating_a_key_that_exists_asks_to_edit_it_instead(owner_client, language):  # noqa: ANN001
+def test_creating_a_key_that_exists_asks_to_edit_it_instead(owner_client, language):
     page = owner_client.post(
         "/memory/new/", {"uid": "alice", "key": "language", "value": "x", "kind": "fact", "meta": "{}"}
     )
@@ -80,7 +80,7 @@ def test_creating_a_key_that_exists_asks_to_edit_it_instead(owner_client, langua
     assert language.value == "prefers Python"
 
 
-def test_the_edit_form_changes_the_entry_and_records_the_change(owner_client, owner, language):  # noqa: ANN001
+def test_the_edit_form_changes_the_entry_and_records_the_change(owner_client, owner, language):
     form = owner_client.get("/memory/edit/?uid=alice&key=language").content.decode()
     assert "prefers Python</textarea>" in form and 'name="version" value="1"' in form
     response = owner_client.post(
@@ -94,7 +94,7 @@ def test_the_edit_form_changes_the_entry_and_records_the_change(owner_client, ow
     assert '<pre class="before">prefers Python</pre>' in history and '<pre class="after">prefers Rust</pre>' in history
 
 
-def test_an_edit_made_on_a_stale_version_is_refused_and_kept_on_screen(owner_client, owner, language):  # noqa: ANN001
+def test_an_edit_made_on_a_stale_version_is_refused_and_kept_on_screen(owner_client, owner, language):
     services.entry_put(owner=owner, uid="alice", key="language", value="changed by an agent")
     response = owner_client.post(
         "/memory/edit/?uid=alice&key=language",
@@ -106,7 +106,7 @@ def test_an_edit_made_on_a_stale_version_is_refused_and_kept_on_screen(owner_cli
     assert language.value == "changed by an agent"
 
 
-def test_deleting_asks_first_then_deletes_and_keeps_the_history(owner_client, owner, language):  # noqa: ANN001
+def test_deleting_asks_first_then_deletes_and_keeps_the_history(owner_client, owner, language):
     assert "Delete language?" in owner_client.get("/memory/delete/?uid=alice&key=language").content.decode()
     assert selectors.entry_get(owner=owner, uid="alice", key="language") is not None
     response = owner_client.post("/memory/delete/?uid=alice&key=language")
@@ -118,7 +118,7 @@ def test_deleting_asks_first_then_deletes_and_keeps_the_history(owner_client, ow
     ]
 
 
-def test_forgetting_a_user_asks_first_then_deletes_every_memory(owner_client, owner, language):  # noqa: ANN001
+def test_forgetting_a_user_asks_first_then_deletes_every_memory(owner_client, owner, language):
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim")
     services.entry_put(owner=owner, uid="bob", key="editor", value="uses emacs")
     assert (
@@ -130,7 +130,7 @@ def test_forgetting_a_user_asks_first_then_deletes_every_memory(owner_client, ow
     assert list(MemoryEntry.objects.values_list("uid", flat=True)) == ["bob"]
 
 
-def test_writes_without_the_csrf_token_are_refused(owner, language):  # noqa: ANN001
+def test_writes_without_the_csrf_token_are_refused(owner, language):
     client = Client(enforce_csrf_checks=True)
     client.force_login(owner)
     assert client.post("/memory/delete/?uid=alice&key=language").status_code == 403
@@ -138,7 +138,7 @@ def test_writes_without_the_csrf_token_are_refused(owner, language):  # noqa: AN
     assert MemoryEntry.objects.count() == 1
 
 
-def test_an_account_cannot_change_another_accounts_memories(stranger_client, owner, language):  # noqa: ANN001
+def test_an_account_cannot_change_another_accounts_memories(stranger_client, owner, language):
     edit = {"value": "hijacked", "kind": "preference", "meta": "{}", "version": "1"}
     assert stranger_client.post("/memory/edit/?uid=alice&key=language&account=owner", edit).status_code == 404
     assert stranger_client.post("/memory/delete/?uid=alice&key=language&account=owner").status_code == 404
@@ -147,7 +147,7 @@ def test_an_account_cannot_change_another_accounts_memories(stranger_client, own
     assert language.value == "prefers Python"
 
 
-def test_staff_edit_another_accounts_memory_as_themselves(staff_client, staff, owner, language):  # noqa: ANN001
+def test_staff_edit_another_accounts_memory_as_themselves(staff_client, staff, owner, language):
     response = staff_client.post(
         "/memory/edit/?uid=alice&key=language&account=owner",
         {"value": "fixed by staff", "kind": "preference", "meta": "{}", "version": "1"},
@@ -158,7 +158,7 @@ def test_staff_edit_another_accounts_memory_as_themselves(staff_client, staff, o
     assert MemoryEvent.objects.filter(owner=owner).latest("id").actor == staff
 
 
-def test_the_token_page_shows_replaces_and_revokes_the_accounts_own_token(owner_client, owner):  # noqa: ANN001
+def test_the_token_page_shows_replaces_and_revokes_the_accounts_own_token(owner_client, owner):
     old_key = Token.objects.get(user=owner).key
     assert f'value="{old_key}"' in owner_client.get("/token/").content.decode()
     owner_client.post("/token/", {"action": "create"})
@@ -170,19 +170,19 @@ def test_the_token_page_shows_replaces_and_revokes_the_accounts_own_token(owner_
     assert "You have no token" in owner_client.get("/token/").content.decode()
 
 
-def test_the_token_page_renders_in_three_queries(owner_client, django_assert_num_queries):  # noqa: ANN001
+def test_the_token_page_renders_in_three_queries(owner_client, django_assert_num_queries):
     # session, account, the token
     with django_assert_num_queries(3):
         assert owner_client.get("/token/").status_code == 200
 
 
-def test_the_edit_form_renders_in_three_queries(owner_client, language, django_assert_num_queries):  # noqa: ANN001
+def test_the_edit_form_renders_in_three_queries(owner_client, language, django_assert_num_queries):
     # session, account, the entry
     with django_assert_num_queries(3):
         assert owner_client.get("/memory/edit/?uid=alice&key=language").status_code == 200
 
 
-def test_an_empty_form_names_each_missing_field_and_its_limit(owner_client):  # noqa: ANN001
+def test_an_empty_form_names_each_missing_field_and_its_limit(owner_client):
     page = owner_client.post(
         "/memory/new/", {"uid": "", "key": "", "value": "", "kind": "", "meta": ""}
     ).content.decode()
@@ -192,7 +192,7 @@ def test_an_empty_form_names_each_missing_field_and_its_limit(owner_client):  # 
     assert not MemoryEntry.objects.exists()
 
 
-def test_saving_an_untouched_multi_line_value_changes_nothing(owner_client, owner):  # noqa: ANN001
+def test_saving_an_untouched_multi_line_value_changes_nothing(owner_client, owner):
     services.entry_put(owner=owner, uid="alice", key="notes", value="first line\nsecond line")
     response = owner_client.post(
         "/memory/edit/?uid=alice&key=notes",
@@ -203,7 +203,7 @@ def test_saving_an_untouched_multi_line_value_changes_nothing(owner_client, owne
     assert selectors.entry_get(owner=owner, uid="alice", key="notes").version == 1
 
 
-def test_the_confirmation_and_create_pages_render_in_few_queries(owner_client, language, django_assert_num_queries):  # noqa: ANN001
+def test_the_confirmation_and_create_pages_render_in_few_queries(owner_client, language, django_assert_num_queries):
     # session, account
     with django_assert_num_queries(2):
         assert owner_client.get("/memory/new/?uid=alice").status_code == 200

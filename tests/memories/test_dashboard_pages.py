@@ -12,20 +12,20 @@ from memories.models import MemoryEvent
 
 
 @pytest.fixture
-def alice_memories(owner):  # noqa: ANN001, ANN201
+def alice_memories(owner):
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python", kind="preference")
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim", kind="fact", meta={"source": "chat"})
     services.entry_put(owner=owner, uid="bob", key="tone", value="answers in French")
 
 
-def test_pages_ask_an_anonymous_visitor_to_log_in(db):  # noqa: ANN001
+def test_pages_ask_an_anonymous_visitor_to_log_in(db):
     for path in ["/", "/users/", "/user/?uid=alice", "/memory/?uid=alice&key=language", "/memory/new/", "/token/"]:
         response = Client().get(path)
         assert response.status_code == 302
         assert response["Location"].startswith("/login/?next=")
 
 
-def test_the_login_page_logs_an_account_in_and_lands_on_the_overview(owner):  # noqa: ANN001
+def test_the_login_page_logs_an_account_in_and_lands_on_the_overview(owner):
     client = Client()
     assert "Log in" in client.get("/login/").content.decode()
     response = client.post("/login/", {"username": "owner", "password": "owner-password-1"})
@@ -33,7 +33,7 @@ def test_the_login_page_logs_an_account_in_and_lands_on_the_overview(owner):  # 
     assert client.get("/").status_code == 200
 
 
-def test_the_overview_counts_entries_users_kinds_and_recent_changes(owner_client, alice_memories):  # noqa: ANN001
+def test_the_overview_counts_entries_users_kinds_and_recent_changes(owner_client, alice_memories):
     page = owner_client.get("/").content.decode()
     assert '<span class="number">3</span> <span class="label">entries</span>' in page
     assert '<span class="number">2</span> <span class="label">users</span>' in page
@@ -42,19 +42,19 @@ def test_the_overview_counts_entries_users_kinds_and_recent_changes(owner_client
     assert "local" in page and "available" in page
 
 
-def test_the_overview_leaves_out_changes_older_than_a_day(owner_client, owner, alice_memories):  # noqa: ANN001
+def test_the_overview_leaves_out_changes_older_than_a_day(owner_client, owner, alice_memories):
     MemoryEvent.objects.filter(owner=owner, key="tone").update(at=timezone.now() - timedelta(hours=25))
     page = owner_client.get("/").content.decode()
     assert '<span class="number">2</span> <span class="label">changes in the last 24 hours</span>' in page
 
 
-def test_an_empty_overview_shows_the_curl_line_that_stores_a_first_memory(owner_client):  # noqa: ANN001
+def test_an_empty_overview_shows_the_curl_line_that_stores_a_first_memory(owner_client):
     page = owner_client.get("/").content.decode()
     assert "No memories yet." in page
     assert "curl -X PUT http://testserver/api/v1/users/alice/memories/language" in page
 
 
-def test_the_users_page_lists_uids_with_counts_and_searches_them(owner_client, alice_memories):  # noqa: ANN001
+def test_the_users_page_lists_uids_with_counts_and_searches_them(owner_client, alice_memories):
     page = owner_client.get("/users/").content.decode()
     assert ">alice</a>" in page and ">bob</a>" in page
     searched = owner_client.get("/users/?search=ali").content.decode()
@@ -62,7 +62,7 @@ def test_the_users_page_lists_uids_with_counts_and_searches_them(owner_client, a
     assert "No user's uid holds" in owner_client.get("/users/?search=zed").content.decode()
 
 
-def test_a_users_memories_page_runs_the_apis_query_and_kind_filter(owner_client, alice_memories):  # noqa: ANN001
+def test_a_users_memories_page_runs_the_apis_query_and_kind_filter(owner_client, alice_memories):
     page = owner_client.get("/user/?uid=alice").content.decode()
     assert "language" in page and "editor" in page
     searched = owner_client.get("/user/?uid=alice&q=PYTHON").content.decode()
@@ -71,14 +71,14 @@ def test_a_users_memories_page_runs_the_apis_query_and_kind_filter(owner_client,
     assert "uses vim" in filtered and "prefers Python" not in filtered
 
 
-def test_a_users_memories_sort_by_key_both_ways(owner_client, alice_memories):  # noqa: ANN001
+def test_a_users_memories_sort_by_key_both_ways(owner_client, alice_memories):
     ascending = owner_client.get("/user/?uid=alice&sort=key").content.decode()
     assert ascending.index("uses vim") < ascending.index("prefers Python")
     descending = owner_client.get("/user/?uid=alice&sort=-key").content.decode()
     assert descending.index("prefers Python") < descending.index("uses vim")
 
 
-def test_a_users_memories_come_in_pages(owner_client, owner, settings):  # noqa: ANN001
+def test_a_users_memories_come_in_pages(owner_client, owner, settings):
     settings.MEMORYHUB_PAGE_SIZE = 2
     for number in range(5):
         services.entry_put(owner=owner, uid="alice", key=f"key-{number}", value=f"value-{number}")
@@ -89,7 +89,7 @@ def test_a_users_memories_come_in_pages(owner_client, owner, settings):  # noqa:
     assert 'href="?uid=alice&amp;sort=key&amp;page=2"' in last
 
 
-def test_the_entry_page_shows_the_value_pretty_meta_and_history(owner_client, owner, alice_memories):  # noqa: ANN001
+def test_the_entry_page_shows_the_value_pretty_meta_and_history(owner_client, owner, alice_memories):
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses emacs")
     page = owner_client.get("/memory/?uid=alice&key=editor").content.decode()
     assert '<pre class="value">uses emacs</pre>' in page
@@ -98,20 +98,20 @@ def test_the_entry_page_shows_the_value_pretty_meta_and_history(owner_client, ow
     assert page.index("updated") < page.index("created")
 
 
-def test_a_deleted_entrys_history_stays_readable(owner_client, owner, alice_memories):  # noqa: ANN001
+def test_a_deleted_entrys_history_stays_readable(owner_client, owner, alice_memories):
     services.entry_delete(owner=owner, uid="alice", key="editor")
     page = owner_client.get("/memory/?uid=alice&key=editor").content.decode()
     assert "This memory was deleted." in page and "deleted" in page and "uses vim" in page
 
 
-def test_a_uid_and_key_holding_slashes_and_question_marks_have_pages(owner_client, owner):  # noqa: ANN001
+def test_a_uid_and_key_holding_slashes_and_question_marks_have_pages(owner_client, owner):
     services.entry_put(owner=owner, uid="team/a?b", key="notes/2026", value="odd names")
     listing = owner_client.get("/user/", {"uid": "team/a?b"}).content.decode()
     assert 'href="/memory/?uid=team%2Fa%3Fb&amp;key=notes%2F2026"' in listing
     assert "odd names" in owner_client.get("/memory/", {"uid": "team/a?b", "key": "notes/2026"}).content.decode()
 
 
-def test_a_script_in_a_value_key_or_uid_is_shown_as_text(owner_client, owner):  # noqa: ANN001
+def test_a_script_in_a_value_key_or_uid_is_shown_as_text(owner_client, owner):
     script = "<script>alert(1)</script>"
     services.entry_put(owner=owner, uid=script, key=script, value=script, meta={script: script})
     pages = [
@@ -125,7 +125,7 @@ def test_a_script_in_a_value_key_or_uid_is_shown_as_text(owner_client, owner):  
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
-def test_an_account_never_sees_another_accounts_memories(stranger_client, alice_memories):  # noqa: ANN001
+def test_an_account_never_sees_another_accounts_memories(stranger_client, alice_memories):
     assert "No users yet" in stranger_client.get("/users/").content.decode()
     assert "No memories about this user." in stranger_client.get("/user/?uid=alice").content.decode()
     assert stranger_client.get("/memory/?uid=alice&key=language").status_code == 404
@@ -135,12 +135,12 @@ def test_an_account_never_sees_another_accounts_memories(stranger_client, alice_
     )
 
 
-def test_naming_another_account_does_nothing_for_an_account_that_is_not_staff(stranger_client, alice_memories):  # noqa: ANN001
+def test_naming_another_account_does_nothing_for_an_account_that_is_not_staff(stranger_client, alice_memories):
     assert stranger_client.get("/memory/?uid=alice&key=language&account=owner").status_code == 404
     assert ">alice</a>" not in stranger_client.get("/users/?all=1").content.decode()
 
 
-def test_staff_switch_to_all_accounts_and_open_anothers_memories(staff_client, alice_memories):  # noqa: ANN001
+def test_staff_switch_to_all_accounts_and_open_anothers_memories(staff_client, alice_memories):
     assert ">alice</a>" not in staff_client.get("/users/").content.decode()
     everyone = staff_client.get("/users/?all=1").content.decode()
     assert 'href="/user/?uid=alice&amp;account=owner"' in everyone
@@ -152,7 +152,7 @@ def test_staff_switch_to_all_accounts_and_open_anothers_memories(staff_client, a
     assert "Staff view" in page and 'href="/memory/?uid=alice&amp;key=language&amp;account=owner"' in page
 
 
-def test_the_overview_renders_in_six_queries(owner_client, alice_memories, settings, django_assert_num_queries):  # noqa: ANN001
+def test_the_overview_renders_in_six_queries(owner_client, alice_memories, settings, django_assert_num_queries):
     settings.MEMORYHUB_OVERVIEW_PANELS = []  # other apps' panels pin their own queries in their tests
     # session, account, entry and user counts, kinds, changes in 24 hours, the backend's SELECT 1
     with django_assert_num_queries(6):
@@ -161,20 +161,20 @@ def test_the_overview_renders_in_six_queries(owner_client, alice_memories, setti
 
 def test_the_all_accounts_overview_renders_in_seven_queries(
     staff_client, alice_memories, settings, django_assert_num_queries
-):  # noqa: ANN001
+):
     settings.MEMORYHUB_OVERVIEW_PANELS = []  # other apps' panels pin their own queries in their tests
     # session, account, entry count, distinct users, kinds, changes in 24 hours, the backend's SELECT 1
     with django_assert_num_queries(7):
         assert staff_client.get("/?all=1").status_code == 200
 
 
-def test_the_users_page_renders_in_four_queries(owner_client, alice_memories, django_assert_num_queries):  # noqa: ANN001
+def test_the_users_page_renders_in_four_queries(owner_client, alice_memories, django_assert_num_queries):
     # session, account, count of uids, the page of uids
     with django_assert_num_queries(4):
         assert owner_client.get("/users/").status_code == 200
 
 
-def test_a_users_memories_page_renders_in_five_queries(owner_client, owner, alice_memories, django_assert_num_queries):  # noqa: ANN001
+def test_a_users_memories_page_renders_in_five_queries(owner_client, owner, alice_memories, django_assert_num_queries):
     for number in range(20):
         services.entry_put(owner=owner, uid="alice", key=f"key-{number}", value="more")
     # session, account, kinds of this uid, count of matches, the page of entries
@@ -182,7 +182,7 @@ def test_a_users_memories_page_renders_in_five_queries(owner_client, owner, alic
         assert owner_client.get("/user/?uid=alice&q=o&sort=key").status_code == 200
 
 
-def test_the_entry_page_renders_in_four_queries(owner_client, owner, alice_memories, django_assert_num_queries):  # noqa: ANN001
+def test_the_entry_page_renders_in_four_queries(owner_client, owner, alice_memories, django_assert_num_queries):
     for number in range(5):
         services.entry_put(owner=owner, uid="alice", key="editor", value=f"uses editor {number}")
     # session, account, the entry, its history with each change's actor
@@ -190,26 +190,26 @@ def test_the_entry_page_renders_in_four_queries(owner_client, owner, alice_memor
         assert owner_client.get("/memory/?uid=alice&key=editor").status_code == 200
 
 
-def test_staff_looking_at_another_account_costs_one_query_more(staff_client, alice_memories, django_assert_num_queries):  # noqa: ANN001
+def test_staff_looking_at_another_account_costs_one_query_more(staff_client, alice_memories, django_assert_num_queries):
     # session, account, the named account, the entry, its history
     with django_assert_num_queries(5):
         assert staff_client.get("/memory/?uid=alice&key=language&account=owner").status_code == 200
 
 
-def test_the_stylesheet_is_served_by_the_app_with_debug_off(db, settings):  # noqa: ANN001
+def test_the_stylesheet_is_served_by_the_app_with_debug_off(db, settings):
     assert settings.DEBUG is False
     response = Client().get("/static/memories/hub.css")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/css")
 
 
-def test_pages_load_nothing_from_another_host(owner_client, alice_memories):  # noqa: ANN001
+def test_pages_load_nothing_from_another_host(owner_client, alice_memories):
     for path in ["/", "/users/", "/user/?uid=alice", "/memory/?uid=alice&key=language", "/memory/new/", "/token/"]:
         page = owner_client.get(path).content.decode()
         assert 'src="http' not in page and 'href="http' not in page and "<script" not in page
 
 
-def grade_panel(request, owner):  # noqa: ANN001, ANN201
+def grade_panel(request, owner):
     """An overview panel as another app (evaluation) would register one."""
     return {
         "template": engines["django"].from_string("<p>Latest grade {{ panel.grade }} for {{ user }}</p>"),
@@ -217,19 +217,19 @@ def grade_panel(request, owner):  # noqa: ANN001, ANN201
     }
 
 
-def test_other_apps_add_panels_to_the_overview_through_a_setting(owner_client, settings):  # noqa: ANN001
+def test_other_apps_add_panels_to_the_overview_through_a_setting(owner_client, settings):
     assert "Latest grade" not in owner_client.get("/").content.decode()
     settings.MEMORYHUB_OVERVIEW_PANELS = ["tests.memories.test_dashboard_pages.grade_panel"]
     assert "<p>Latest grade A for owner</p>" in owner_client.get("/").content.decode()
 
 
-def test_an_empty_users_page_shows_a_curl_line_for_that_uid(owner_client):  # noqa: ANN001
+def test_an_empty_users_page_shows_a_curl_line_for_that_uid(owner_client):
     page = owner_client.get("/user/", {"uid": "team/a b"}).content.decode()
     assert "No memories about this user." in page
     assert "curl -X PUT http://testserver/api/v1/users/team%2Fa%20b/memories/language" in page
 
 
-def test_the_all_accounts_users_page_renders_in_four_queries(staff_client, alice_memories, django_assert_num_queries):  # noqa: ANN001
+def test_the_all_accounts_users_page_renders_in_four_queries(staff_client, alice_memories, django_assert_num_queries):
     # session, account, count of (account, uid) rows, the page of rows with each account's name
     with django_assert_num_queries(4):
         assert ">alice</a>" in staff_client.get("/users/?all=1").content.decode()

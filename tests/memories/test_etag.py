@@ -6,7 +6,7 @@ URL = "/api/v1/users/alice/memories/editor"
 
 
 @pytest.fixture
-def stored(owner_api):  # noqa: ANN001, ANN201
+def stored(owner_api):
     owner_api.put(URL, {"value": "vim"}, format="json")
     owner_api.put(URL, {"value": "emacs"}, format="json")
     return owner_api

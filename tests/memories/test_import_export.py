@@ -2,7 +2,7 @@
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ def _snapshot() -> list[tuple]:
     return sorted(MemoryEntry.objects.values_list(*FIELDS))
 
 
-def _seed(owner, stranger) -> None:  # noqa: ANN001
+def _seed(owner, stranger) -> None:
     services.entry_put(
         owner=owner, uid="alice", key="language", value="Python", kind="fact", meta={"source": "chat", "n": [1, 2]}
     )
@@ -143,7 +143,7 @@ def test_owner_option_imports_everything_into_one_account(owner, stranger, tmp_p
 def test_entries_without_timestamps_or_version_get_defaults(owner, tmp_path: Path):
     source = tmp_path / "minimal.jsonl"
     _write_file(source, [{"owner": "owner", "uid": "alice", "key": "k", "value": "v"}])
-    moment = datetime.now(timezone.utc)
+    moment = datetime.now(UTC)
     call_command("import_memories", str(source))
     entry = selectors.entry_get(owner=owner, uid="alice", key="k")
     assert (entry.version, entry.kind, entry.meta) == (1, "preference", {})

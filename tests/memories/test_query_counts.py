@@ -11,7 +11,7 @@ SEARCH_PROBE = 1 if connection.vendor == "sqlite" else 0
 
 
 @pytest.fixture
-def many_entries(owner):  # noqa: ANN001, ANN201
+def many_entries(owner):
     for number in range(30):
         services.entry_put(owner=owner, uid="alice", key=f"k{number}", value=f"python note {number}")
         services.entry_put(owner=owner, uid=f"user{number}", key="k", value="v")

@@ -10,7 +10,7 @@ URL = "/api/v1/users/alice/memories/editor"
 
 
 @pytest.fixture
-def deleted(owner):  # noqa: ANN001, ANN201
+def deleted(owner):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim", kind="tool", meta={"source": "chat"})
     services.entry_put(owner=owner, uid="alice", key="editor", value="emacs")
     services.entry_delete(owner=owner, uid="alice", key="editor")

@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 from memories import search, selectors, services
 
 
-def _put(owner, key: str, value: str, uid: str = "alice") -> None:  # noqa: ANN001
+def _put(owner, key: str, value: str, uid: str = "alice") -> None:
     services.entry_put(owner=owner, uid=uid, key=key, value=value)
 
 
-def _found_keys(owner, query_text: str, uid: str = "alice", **options) -> list[str]:  # noqa: ANN001, ANN003
+def _found_keys(owner, query_text: str, uid: str = "alice", **options) -> list[str]:
     return [entry.key for entry in selectors.entry_find(owner=owner, uid=uid, query_text=query_text, **options)]
 
 
@@ -92,7 +92,7 @@ def test_the_api_query_uses_the_index_and_substring_match_keeps_the_scan(owner, 
     _put(owner, "later", "python again, the newest of the three entries")
     ranked = owner_api.get("/api/v1/users/alice/memories", {"q": "python"}).json()
     scanned = owner_api.get("/api/v1/users/alice/memories", {"q": "python", "match": "substring"}).json()
-    assert [entry["key"] for entry in ranked["results"]][0] == "python"
+    assert ranked["results"][0]["key"] == "python"
     assert [entry["key"] for entry in scanned["results"]] == ["later", "notes", "python"]
 
 

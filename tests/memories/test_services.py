@@ -6,7 +6,7 @@ from memories.models import MemoryEntry, MemoryEvent
 from memories.validation import InvalidField
 
 
-def _history(owner, uid="alice", key="language"):  # noqa: ANN001, ANN202
+def _history(owner, uid="alice", key="language"):
     return list(selectors.entry_history(owner=owner, uid=uid, key=key).order_by("id"))
 
 
@@ -147,7 +147,7 @@ def test_a_value_of_exactly_the_limit_is_accepted(owner, settings):
 def test_a_failure_while_recording_history_leaves_the_entry_untouched(owner, monkeypatch):
     services.entry_put(owner=owner, uid="alice", key="language", value="Python")
 
-    def broken_save(self, *args, **kwargs):  # noqa: ANN001, ANN202
+    def broken_save(self, *args, **kwargs):
         raise DatabaseError("disk full")
 
     monkeypatch.setattr(MemoryEvent, "save", broken_save)

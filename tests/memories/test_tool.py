@@ -7,7 +7,7 @@ from memories import selectors, services
 TOOL = "/api/v1/tool"
 
 
-def call(client, **arguments):  # noqa: ANN001, ANN003, ANN201
+def call(client, **arguments):
     response = client.post(TOOL, arguments, format="json")
     assert response.status_code == 200
     return response.json()

@@ -247,10 +247,16 @@ def integrity_problems(database: HubDatabase) -> list[str]:
         problems += [f"foreign key broken: {row}" for row in database.rows("PRAGMA foreign_key_check")]
         return problems
     checks = {
-        "duplicate identity": "SELECT owner_id, uid, key FROM memories_memoryentry GROUP BY 1, 2, 3 HAVING count(*) > 1",
+        "duplicate identity": (
+            "SELECT owner_id, uid, key FROM memories_memoryentry GROUP BY 1, 2, 3 HAVING count(*) > 1"
+        ),
         "version below 1": "SELECT id FROM memories_memoryentry WHERE version < 1",
-        "entry without owner": "SELECT e.id FROM memories_memoryentry e LEFT JOIN auth_user u ON u.id = e.owner_id WHERE u.id IS NULL",
-        "event without owner": "SELECT e.id FROM memories_memoryevent e LEFT JOIN auth_user u ON u.id = e.owner_id WHERE u.id IS NULL",
+        "entry without owner": (
+            "SELECT e.id FROM memories_memoryentry e LEFT JOIN auth_user u ON u.id = e.owner_id WHERE u.id IS NULL"
+        ),
+        "event without owner": (
+            "SELECT e.id FROM memories_memoryevent e LEFT JOIN auth_user u ON u.id = e.owner_id WHERE u.id IS NULL"
+        ),
         "invalid index": "SELECT indexrelid::regclass::text FROM pg_index WHERE NOT indisvalid",
     }
     return [f"{name}: {rows}" for name, sql in checks.items() if (rows := database.rows(sql))]

@@ -22,7 +22,7 @@ class Route:
 
     def path(self, values: dict[str, str]) -> str:
         """The route's path with the given values, and a value its pattern accepts for any other parameter."""
-        defaults = dict(zip(self.parameters, self.stand_ins))
+        defaults = dict(zip(self.parameters, self.stand_ins, strict=True))
         return "/" + self.template.format(
             **{name: values.get(name, defaults.get(name, "x")) for name in self.parameters}
         )
@@ -79,8 +79,9 @@ def all_routes(under: str = "") -> list[Route]:
                 pattern = match.group("pattern")
             else:
                 pattern = get_converters()[match.group("converter") or "str"].regex
-            parameters.append(name)
-            stand_ins.append(_stand_in(pattern))
+            # Called by GROUP.sub below, within this iteration: the loop's lists are the right ones.
+            parameters.append(name)  # noqa: B023
+            stand_ins.append(_stand_in(pattern))  # noqa: B023
             return "{" + name + "}"
 
         template = GROUP.sub(placeholder, raw)

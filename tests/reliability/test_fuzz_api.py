@@ -33,13 +33,13 @@ FIGURES = FigureCounter("schemathesis fuzzing")
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _record_figures():  # noqa: ANN202
+def _record_figures():
     yield
     FIGURES.record()
 
 
 @pytest.fixture
-def keep_the_test_connection():  # noqa: ANN201
+def keep_the_test_connection():
     """Schemathesis calls the WSGI app directly; as Django's test client does, keep the end of each
     request from closing the connection that holds the test's transaction (it would on PostgreSQL)."""
     request_started.disconnect(close_old_connections)
@@ -50,7 +50,7 @@ def keep_the_test_connection():  # noqa: ANN201
 
 
 @pytest.fixture
-def fuzzed_account(owner, settings, keep_the_test_connection):  # noqa: ANN001, ANN201
+def fuzzed_account(owner, settings, keep_the_test_connection):
     settings.MEMORYHUB_RATE_LIMIT = ""
     # Something to find: generated uids and keys rarely hit an existing entry, these do.
     services.entry_put(owner=owner, uid="alice", key="language", value="Python", meta={"source": "fuzz"})

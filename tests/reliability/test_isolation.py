@@ -23,7 +23,7 @@ PUBLIC_ROUTES = {"api/schema/", "api/docs/"}
 
 
 @pytest.fixture
-def owners_memories(owner, settings):  # noqa: ANN001, ANN201
+def owners_memories(owner, settings):
     settings.MEMORYHUB_RATE_LIMIT = ""
     services.entry_put(owner=owner, uid=UID, key=LIVE_KEY, value=f"{SECRET} live", kind="fact", meta={"marker": SECRET})
     services.entry_put(owner=owner, uid=UID, key=LIVE_KEY, value=f"{SECRET} live, changed")
@@ -32,7 +32,7 @@ def owners_memories(owner, settings):  # noqa: ANN001, ANN201
     return owner
 
 
-def _owner_state(owner) -> tuple:  # noqa: ANN001
+def _owner_state(owner) -> tuple:
     entries = sorted(selectors.entry_list(owner=owner, uid=UID).values_list("key", "value", "kind", "version", "meta"))
     history = list(
         MemoryEvent.objects.filter(owner=owner).order_by("id").values_list("key", "action", "version", "value_after")
@@ -40,12 +40,12 @@ def _owner_state(owner) -> tuple:  # noqa: ANN001
     return entries, history
 
 
-def _send(client, method: str, path: str):  # noqa: ANN001, ANN202
+def _send(client, method: str, path: str):
     body = {"key": LIVE_KEY, "uid": UID, "value": "intruder", "query": SECRET[:12], "action": "get"}
     return client.generic(method.upper(), path, json.dumps(body), content_type="application/json")
 
 
-def _leaks(response) -> bool:  # noqa: ANN001
+def _leaks(response) -> bool:
     return SECRET in response.content.decode(errors="replace")
 
 
@@ -76,7 +76,7 @@ def test_a_second_account_gets_404_or_403_on_every_route_and_never_the_owners_da
         answers.append((method, path, response.status_code))
         assert not _leaks(response), f"{method} {path} showed the owner's data"
         assert response.status_code < 500, f"{method} {path} answered {response.status_code}"
-        if names_owners_thing and method in ("get", "delete", "patch") or path.endswith("/restore/"):
+        if (names_owners_thing and method in ("get", "delete", "patch")) or path.endswith("/restore/"):
             # A list scoped to the owner's uid answers as for a uid never used: an empty page.
             empty_page = response.status_code == 200 and response.json().get("count") == 0
             assert response.status_code in (404, 403, 412) or empty_page, (

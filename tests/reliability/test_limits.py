@@ -11,7 +11,7 @@ URL = "/api/v1/users/alice/memories/notes"
 
 
 @pytest.fixture
-def memory_cache(settings):  # noqa: ANN001, ANN201
+def memory_cache(settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     cache.clear()
     yield

@@ -90,7 +90,7 @@ def test_the_admin_can_revoke_a_token(owner, owner_api, staff, client):
 
 
 @pytest.fixture
-def every_log_line(caplog):  # noqa: ANN001, ANN201
+def every_log_line(caplog):
     caplog.set_level(logging.DEBUG)
     return caplog
 

@@ -1,3 +1,4 @@
+import contextlib
 import ctypes
 import os
 import random
@@ -85,7 +86,8 @@ class Results:
         needed = IMPORT_TARGET_ENTRIES / IMPORT_TARGET_SECONDS
         rows.append(
             (
-                f"import {IMPORT_TARGET_ENTRIES:,} entries in <= {IMPORT_TARGET_SECONDS:.0f} s (>= {needed:,.0f} entries/s)",
+                f"import {IMPORT_TARGET_ENTRIES:,} entries in <= {IMPORT_TARGET_SECONDS:.0f} s "
+                f"(>= {needed:,.0f} entries/s)",
                 f"{self.entries:,} in {self.import_seconds:.1f} s = {rate:,.0f} entries/s",
                 rate >= needed,
             )
@@ -320,10 +322,9 @@ class Command(BaseCommand):
 
 def _stop_with_parent() -> None:
     """In the server's process: receive SIGTERM if the benchmark dies, so no server is left behind."""
-    try:
+    # Not Linux (OSError): the finally block in time_http still stops the server.
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass  # not Linux: the finally block in time_http still stops the server
 
 
 def render_report(results: Results, *, command: str) -> str:
@@ -346,7 +347,8 @@ def render_report(results: Results, *, command: str) -> str:
         f"connection per request, the per-token rate limit off. Raw sqlite3: the same statements on one "
         f"persistent connection.",
         "",
-        "| operation | in process p50 | p95 | HTTP p50 | p95 | HTTP req/s | sqlite3 p50 | p95 | in process / sqlite3 | HTTP / sqlite3 |",
+        "| operation | in process p50 | p95 | HTTP p50 | p95 | HTTP req/s | sqlite3 p50 | p95 "
+        "| in process / sqlite3 | HTTP / sqlite3 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for operation in benchmark.OPERATIONS:
@@ -358,7 +360,8 @@ def render_report(results: Results, *, command: str) -> str:
         )
     lines += [
         "",
-        f"Query for the common word at {results.small_entries:,} entries (in process): p50 {ms(results.small_query.p50)}, "
+        f"Query for the common word at {results.small_entries:,} entries (in process): "
+        f"p50 {ms(results.small_query.p50)}, "
         f"p95 {ms(results.small_query.p95)}.",
         f"Import (`manage.py import_memories`, its own process): {results.entries:,} entries "
         f"in {results.import_seconds:.1f} s, peak resident memory {results.import_megabytes:.0f} MB.",

@@ -49,7 +49,10 @@ class Command(BaseCommand):
             "--interval",
             type=float,
             default=None,
-            help=f"with --loop: seconds between drains (default MEMORYHUB_SYNC_POLL_SECONDS, {settings.MEMORYHUB_SYNC_POLL_SECONDS:g})",
+            help=(
+                "with --loop: seconds between drains "
+                f"(default MEMORYHUB_SYNC_POLL_SECONDS, {settings.MEMORYHUB_SYNC_POLL_SECONDS:g})"
+            ),
         )
 
     def handle(
@@ -138,7 +141,8 @@ class Command(BaseCommand):
         )
         for difference in result.differences[:DIFFERENCES_SHOWN]:
             self.stdout.write(
-                f"  {difference.kind:7} owner {difference.owner_id} {difference.uid}/{difference.key} v{difference.version} (session {difference.session_id})"
+                f"  {difference.kind:7} owner {difference.owner_id} {difference.uid}/{difference.key} "
+                f"v{difference.version} (session {difference.session_id})"
             )
         if len(result.differences) > DIFFERENCES_SHOWN:
             self.stdout.write(f"  ... and {len(result.differences) - DIFFERENCES_SHOWN} more")

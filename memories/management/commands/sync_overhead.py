@@ -6,7 +6,10 @@ from memories.sync.benchmark import sync_overhead_measure
 
 
 class Command(BaseCommand):
-    help = "Time puts with sync off and with sync on while Honcho is down, side by side (p50, p95, mean), on the hub's database."
+    help = (
+        "Time puts with sync off and with sync on while Honcho is down, side by side (p50, p95, mean), "
+        "on the hub's database."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--writes", type=int, default=1000, help="puts per side (default 1000)")

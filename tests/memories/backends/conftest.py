@@ -32,7 +32,7 @@ def honcho_backend_for(account: User, double: HonchoDouble) -> HonchoBackend:
 
 
 @pytest.fixture(params=["local", "honcho"])
-def backend_for(request, honcho_double: HonchoDouble, db) -> Iterator:  # noqa: ANN001
+def backend_for(request, honcho_double: HonchoDouble, db) -> Iterator:
     """A function making the backend under test for an account: each storing backend in turn."""
     made: list[MemoryBackend] = []
 
@@ -49,5 +49,5 @@ def backend_for(request, honcho_double: HonchoDouble, db) -> Iterator:  # noqa: 
 
 
 @pytest.fixture
-def backend(backend_for, owner: User) -> MemoryBackend:  # noqa: ANN001
+def backend(backend_for, owner: User) -> MemoryBackend:
     return backend_for(owner)

@@ -36,28 +36,28 @@ def test_backends_are_found_by_name():
         backend_class("redis")
 
 
-def test_auto_without_an_api_key_is_local_and_says_so(owner_api, settings):  # noqa: ANN001
+def test_auto_without_an_api_key_is_local_and_says_so(owner_api, settings):
     settings.MEMORYHUB_BACKEND, settings.HONCHO_API_KEY = "auto", ""
     info = owner_api.get("/api/v1/info").json()
     assert (info["backend"], info["cloud"], info["available"]) == ("local", False, True)
     assert "no HONCHO_API_KEY" in info["reason"]
 
 
-def test_auto_with_an_api_key_and_honcho_answering_is_honcho(owner_api, settings, served_double):  # noqa: ANN001
+def test_auto_with_an_api_key_and_honcho_answering_is_honcho(owner_api, settings, served_double):
     settings.MEMORYHUB_BACKEND, settings.HONCHO_API_KEY, settings.HONCHO_URL = "auto", "key", served_double
     info = owner_api.get("/api/v1/info").json()
     assert (info["backend"], info["available"]) == ("honcho", True)
     assert served_double in info["reason"]
 
 
-def test_auto_with_honcho_unreachable_falls_back_to_local_with_the_reason(owner_api, settings):  # noqa: ANN001
+def test_auto_with_honcho_unreachable_falls_back_to_local_with_the_reason(owner_api, settings):
     settings.MEMORYHUB_BACKEND, settings.HONCHO_API_KEY, settings.HONCHO_URL = "auto", "key", closed_port_url()
     info = owner_api.get("/api/v1/info").json()
     assert (info["backend"], info["available"]) == ("local", True)
     assert "could not reach Honcho" in info["reason"]
 
 
-def test_honcho_chosen_by_name_with_a_wrong_key_is_unavailable_with_the_reason(owner_api, settings, served_double):  # noqa: ANN001
+def test_honcho_chosen_by_name_with_a_wrong_key_is_unavailable_with_the_reason(owner_api, settings, served_double):
     settings.MEMORYHUB_BACKEND, settings.HONCHO_API_KEY, settings.HONCHO_URL = "honcho", "wrong", served_double
     reply = owner_api.post("/api/v1/tool", {"action": "info"}, format="json").json()
     assert reply == {"ok": True, "backend": "honcho", "cloud": True, "available": False}
@@ -65,7 +65,7 @@ def test_honcho_chosen_by_name_with_a_wrong_key_is_unavailable_with_the_reason(o
 
 
 @pytest.mark.parametrize(("choice", "available"), [("local", True), ("null", True)])
-def test_local_and_null_chosen_by_name_need_no_honcho(settings, choice: str, available: bool, db):  # noqa: ANN001
+def test_local_and_null_chosen_by_name_need_no_honcho(settings, choice: str, available: bool, db):
     settings.MEMORYHUB_BACKEND, settings.HONCHO_API_KEY = choice, "key"
     status = hub_status()
     assert (status.backend, status.available) == (choice, available)

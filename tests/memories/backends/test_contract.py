@@ -82,7 +82,7 @@ def test_a_deleted_key_can_be_stored_again(backend: MemoryBackend):
     assert (entry.value, entry.version) == ("helix", 1)
 
 
-def test_one_account_never_sees_another_accounts_entries(backend_for, owner, stranger):  # noqa: ANN001
+def test_one_account_never_sees_another_accounts_entries(backend_for, owner, stranger):
     mine, theirs = backend_for(owner), backend_for(stranger)
     mine.put("alice", "editor", "vim")
     assert theirs.get("alice", "editor") is None

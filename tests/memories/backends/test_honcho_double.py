@@ -131,7 +131,7 @@ def test_it_can_refuse_everything_until_reset(switch: str, status: int):
     assert double.answer("GET", "/health", {}, None, None)[0].status == 200
 
 
-def test_its_command_line_refuses_a_rate_outside_0_to_1(capsys):  # noqa: ANN001
+def test_its_command_line_refuses_a_rate_outside_0_to_1(capsys):
     from honcho_double.__main__ import main
 
     with pytest.raises(SystemExit) as exit_info:

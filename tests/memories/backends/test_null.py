@@ -3,13 +3,13 @@
 from memories.backends.null import NullBackend
 
 
-def test_null_is_always_available(owner):  # noqa: ANN001
+def test_null_is_always_available(owner):
     availability = NullBackend(owner=owner).available()
     assert availability.ok is True
     assert "null" in availability.reason
 
 
-def test_null_accepts_a_write_and_keeps_nothing(owner, django_assert_num_queries):  # noqa: ANN001
+def test_null_accepts_a_write_and_keeps_nothing(owner, django_assert_num_queries):
     backend = NullBackend(owner=owner)
     with django_assert_num_queries(0):
         stored = backend.put("alice", "editor", "vim", kind="tool")
@@ -20,6 +20,6 @@ def test_null_accepts_a_write_and_keeps_nothing(owner, django_assert_num_queries
         assert backend.delete("alice", "editor") is False
 
 
-def test_null_is_not_a_cloud(owner):  # noqa: ANN001
+def test_null_is_not_a_cloud(owner):
     backend = NullBackend(owner=owner)
     assert (backend.name, backend.is_cloud) == ("null", False)

@@ -29,7 +29,7 @@ class ManualClock:
 
 
 @pytest.fixture
-def sync_on(settings) -> None:  # noqa: ANN001
+def sync_on(settings) -> None:
     settings.MEMORYHUB_HONCHO_SYNC = True
 
 
@@ -61,7 +61,7 @@ def make_worker(honcho_double: HonchoDouble, clock: ManualClock) -> Iterator:
 
 
 @pytest.fixture
-def worker(make_worker) -> SyncWorker:  # noqa: ANN001
+def worker(make_worker) -> SyncWorker:
     return make_worker()
 
 
@@ -78,8 +78,11 @@ def entries_by_session() -> dict[str, MemoryEntry]:
 
 
 @pytest.fixture
-def served_double(settings) -> Iterator[HonchoDouble]:  # noqa: ANN001
-    """A Honcho double on 127.0.0.1, with the hub's settings pointing at it (for the command, which makes its own store)."""
+def served_double(settings) -> Iterator[HonchoDouble]:
+    """A Honcho double on 127.0.0.1, with the hub's settings pointing at it.
+
+    For the command, which makes its own store.
+    """
     double = HonchoDouble(api_key="test-key")
     with double.running() as base_url:
         settings.HONCHO_URL, settings.HONCHO_API_KEY, settings.HONCHO_WORKSPACE_ID, settings.HONCHO_TIMEOUT = (

@@ -25,7 +25,7 @@ def honcho_sync(*arguments: str) -> str:
     return out.getvalue()
 
 
-def test_once_drains_the_outbox_and_says_what_it_did(owner, served_double):  # noqa: ANN001
+def test_once_drains_the_outbox_and_says_what_it_did(owner, served_double):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     services.entry_put(owner=owner, uid="alice", key="shell", value="fish")
 
@@ -33,7 +33,7 @@ def test_once_drains_the_outbox_and_says_what_it_did(owner, served_double):  # n
     assert len(served_double.sessions("memoryhub-tests")) == 2
 
 
-def test_once_fails_when_a_push_failed_and_retry_failed_puts_parked_tasks_back(owner, served_double):  # noqa: ANN001
+def test_once_fails_when_a_push_failed_and_retry_failed_puts_parked_tasks_back(owner, served_double):
     served_double.faults.unauthorized = True
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
 
@@ -46,7 +46,7 @@ def test_once_fails_when_a_push_failed_and_retry_failed_puts_parked_tasks_back(o
     assert honcho_sync("--once").startswith("pushed 1, failed 0")
 
 
-def test_the_command_refuses_to_run_without_honcho_configured(settings):  # noqa: ANN001
+def test_the_command_refuses_to_run_without_honcho_configured(settings):
     settings.HONCHO_URL, settings.HONCHO_API_KEY = "", ""
     with pytest.raises(CommandError, match="Honcho is not configured"):
         honcho_sync("--once")
@@ -80,7 +80,7 @@ def test_the_loop_drains_until_sigterm_and_then_stops_cleanly():
 
 def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix_repairs_it(
     owner, served_double: HonchoDouble, settings
-):  # noqa: ANN001
+):
     for key in ("kept", "changed", "deleted"):
         services.entry_put(owner=owner, uid="alice", key=key, value="v1")
     honcho_sync("--once")
@@ -102,7 +102,7 @@ def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix
     )
 
 
-def test_sync_overhead_prints_both_sides_and_leaves_nothing_behind(owner, settings):  # noqa: ANN001
+def test_sync_overhead_prints_both_sides_and_leaves_nothing_behind(owner, settings):
     settings.MEMORYHUB_HONCHO_SYNC = False
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     out = io.StringIO()

@@ -26,7 +26,7 @@ class RecordingWorker(SyncWorker):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("sync_on")
-def test_two_workers_at_once_do_each_task_once(owner, honcho_double, make_worker):  # noqa: ANN001
+def test_two_workers_at_once_do_each_task_once(owner, honcho_double, make_worker):
     for number in range(120):
         services.entry_put(owner=owner, uid=f"user{number % 4}", key=f"k{number}", value=f"v{number}")
     pushes: list[tuple[str, str, int]] = []

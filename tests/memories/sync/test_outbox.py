@@ -14,7 +14,7 @@ from memories.models import PROBE_UID, MemoryEntry, SyncTask
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_with_sync_off_writes_queue_nothing_and_make_no_extra_query(owner, django_assert_num_queries):  # noqa: ANN001
+def test_with_sync_off_writes_queue_nothing_and_make_no_extra_query(owner, django_assert_num_queries):
     # 1. the transaction begins (a savepoint inside the test's), 2. the locked read, 3. a savepoint for the
     # insert, 4. the insert, 5. its release, 6. the history row, 7. the transaction ends
     with django_assert_num_queries(7):
@@ -27,7 +27,7 @@ def test_with_sync_off_writes_queue_nothing_and_make_no_extra_query(owner, djang
 
 
 @pytest.mark.usefixtures("sync_on")
-def test_with_sync_on_a_write_costs_exactly_one_more_statement(owner, django_assert_num_queries):  # noqa: ANN001
+def test_with_sync_on_a_write_costs_exactly_one_more_statement(owner, django_assert_num_queries):
     # as with sync off, plus the task's INSERT ... ON CONFLICT before the transaction ends
     with django_assert_num_queries(8):
         services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
@@ -36,7 +36,7 @@ def test_with_sync_on_a_write_costs_exactly_one_more_statement(owner, django_ass
 
 
 @pytest.mark.usefixtures("sync_on")
-def test_puts_updates_deletes_and_forgets_each_queue_their_entries(owner):  # noqa: ANN001
+def test_puts_updates_deletes_and_forgets_each_queue_their_entries(owner):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     services.entry_update(owner=owner, uid="alice", key="editor", kind="tool")
     services.entry_put(owner=owner, uid="bob", key="a", value="1")
@@ -52,7 +52,7 @@ def test_puts_updates_deletes_and_forgets_each_queue_their_entries(owner):  # no
 
 
 @pytest.mark.usefixtures("sync_on")
-def test_changes_to_one_entry_collapse_into_one_task_at_its_newest_state(owner):  # noqa: ANN001
+def test_changes_to_one_entry_collapse_into_one_task_at_its_newest_state(owner):
     for number in range(5):
         services.entry_put(owner=owner, uid="alice", key="editor", value=f"v{number}")
     services.entry_put(owner=owner, uid="alice", key="editor", value="v4")  # no change: nothing queued
@@ -63,14 +63,14 @@ def test_changes_to_one_entry_collapse_into_one_task_at_its_newest_state(owner):
 
 
 @pytest.mark.usefixtures("sync_on")
-def test_a_write_that_fails_queues_nothing(owner):  # noqa: ANN001
+def test_a_write_that_fails_queues_nothing(owner):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     with pytest.raises(services.VersionConflict):
         services.entry_put(owner=owner, uid="alice", key="editor", value="emacs", expected_version=7)
     assert SyncTask.objects.get().revision == 1
 
 
-def test_an_entry_keeps_its_session_across_updates_and_a_recreated_key_gets_a_new_one(owner, settings):  # noqa: ANN001
+def test_an_entry_keeps_its_session_across_updates_and_a_recreated_key_gets_a_new_one(owner, settings):
     settings.MEMORYHUB_HONCHO_SYNC = True
     first = services.entry_put(owner=owner, uid="alice", key="editor", value="vim").entry.honcho_session_id
     assert services.entry_put(owner=owner, uid="alice", key="editor", value="helix").entry.honcho_session_id == first
@@ -82,13 +82,13 @@ def test_an_entry_keeps_its_session_across_updates_and_a_recreated_key_gets_a_ne
     assert dict(SyncTask.objects.values_list("session_id", "operation")) == {first: "delete", second: "upsert"}
 
 
-def test_entries_get_a_session_id_with_sync_off_too(owner):  # noqa: ANN001
+def test_entries_get_a_session_id_with_sync_off_too(owner):
     entry = services.entry_put(owner=owner, uid="alice", key="editor", value="vim").entry
     assert entry.honcho_session_id.startswith("mh-") and len(entry.honcho_session_id) == 35
 
 
 @pytest.mark.usefixtures("sync_on")
-def test_the_evaluation_probe_is_never_queued(db):  # noqa: ANN001
+def test_the_evaluation_probe_is_never_queued(db):
     probe = probe_account()
     services.entry_put(owner=probe, uid=PROBE_UID, key="probe-0001", value="probe value")
     services.entry_delete(owner=probe, uid=PROBE_UID, key="probe-0001")
@@ -114,7 +114,7 @@ def test_sync_on_without_honcho_configured_stops_the_hub_at_start_up():
 
 
 @pytest.mark.usefixtures("sync_on")
-def test_a_restored_entry_is_queued_under_a_new_session_beside_its_deletion(owner):  # noqa: ANN001
+def test_a_restored_entry_is_queued_under_a_new_session_beside_its_deletion(owner):
     first = services.entry_put(owner=owner, uid="alice", key="editor", value="vim").entry
     services.entry_delete(owner=owner, uid="alice", key="editor")
 

@@ -10,7 +10,7 @@ from memories.models import SyncTask
 
 
 @pytest.fixture
-def queued(owner, stranger, settings):  # noqa: ANN001, ANN201
+def queued(owner, stranger, settings):
     settings.MEMORYHUB_HONCHO_SYNC = True
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     services.entry_put(owner=owner, uid="alice", key="shell", value="fish")
@@ -20,7 +20,7 @@ def queued(owner, stranger, settings):  # noqa: ANN001, ANN201
     )
 
 
-def test_an_account_sees_the_sync_status_of_its_own_entries_only(owner_api, queued):  # noqa: ANN001
+def test_an_account_sees_the_sync_status_of_its_own_entries_only(owner_api, queued):
     status = owner_api.get("/api/v1/sync/status").json()
 
     assert {key: status[key] for key in ("enabled", "scope", "pending", "failed", "last_success", "last_error")} == {
@@ -34,7 +34,7 @@ def test_an_account_sees_the_sync_status_of_its_own_entries_only(owner_api, queu
     assert 0 <= status["oldest_pending_seconds"] < 60
 
 
-def test_staff_see_the_whole_hubs_sync_status(staff_api, queued):  # noqa: ANN001
+def test_staff_see_the_whole_hubs_sync_status(staff_api, queued):
     status = staff_api.get("/api/v1/sync/status/").json()
     assert (status["scope"], status["pending"], status["failed"], status["last_error"]) == (
         "hub",
@@ -44,17 +44,17 @@ def test_staff_see_the_whole_hubs_sync_status(staff_api, queued):  # noqa: ANN00
     )
 
 
-def test_sync_status_needs_credentials(anonymous_api, db):  # noqa: ANN001
+def test_sync_status_needs_credentials(anonymous_api, db):
     assert anonymous_api.get("/api/v1/sync/status").status_code in (401, 403)
 
 
-def test_info_says_whether_sync_is_on_and_the_accounts_waiting_changes(owner_api, queued, settings):  # noqa: ANN001
+def test_info_says_whether_sync_is_on_and_the_accounts_waiting_changes(owner_api, queued, settings):
     assert owner_api.get("/api/v1/info").json()["sync"] == {"enabled": True, "pending": 2, "failed": 0}
     settings.MEMORYHUB_HONCHO_SYNC = False
     assert owner_api.get("/api/v1/info").json()["sync"] == {"enabled": False}
 
 
-def test_the_admin_lists_the_outbox_and_retries_failed_tasks(client, staff, stranger, queued):  # noqa: ANN001
+def test_the_admin_lists_the_outbox_and_retries_failed_tasks(client, staff, stranger, queued):
     client.force_login(staff)
     listing = client.get("/admin/memories/synctask/?status=failed")
     failed = SyncTask.objects.get(status=SyncTask.Status.FAILED)
@@ -72,7 +72,7 @@ def test_the_admin_lists_the_outbox_and_retries_failed_tasks(client, staff, stra
     assert outbox.tasks_retry_failed(now=timezone.now()) == 0
 
 
-def test_the_overview_shows_the_accounts_sync_status_when_sync_is_on(owner_client, queued):  # noqa: ANN001
+def test_the_overview_shows_the_accounts_sync_status_when_sync_is_on(owner_client, queued):
     page = owner_client.get("/").content.decode()
 
     assert "Sync to Honcho" in page
@@ -80,7 +80,7 @@ def test_the_overview_shows_the_accounts_sync_status_when_sync_is_on(owner_clien
     assert "stranger's own error" not in page, "another account's sync error is never shown"
 
 
-def test_the_overview_has_no_sync_panel_and_no_sync_query_when_sync_is_off(owner, owner_client, settings):  # noqa: ANN001
+def test_the_overview_has_no_sync_panel_and_no_sync_query_when_sync_is_off(owner, owner_client, settings):
     settings.MEMORYHUB_HONCHO_SYNC = False
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
 

@@ -1,6 +1,7 @@
 """The worker drains the outbox to Honcho (the double, through the real SDK) and loses nothing."""
 
 import threading
+from itertools import pairwise
 from random import Random
 
 import pytest
@@ -15,7 +16,7 @@ from tests.memories.sync.conftest import entries_by_session, sessions_by_id, wai
 pytestmark = pytest.mark.usefixtures("sync_on")
 
 
-def assert_honcho_mirrors_the_hub(double) -> None:  # noqa: ANN001
+def assert_honcho_mirrors_the_hub(double) -> None:
     """Honcho holds one session per entry, holding exactly the entry, and no value's message twice in a row."""
     double.purge()
     sessions = sessions_by_id(double)
@@ -25,11 +26,11 @@ def assert_honcho_mirrors_the_hub(double) -> None:  # noqa: ANN001
         assert sessions[session_id]["metadata"] == record_metadata(honcho_record(entry))
         hashes = [message["metadata"]["mh_hash"] for message in sessions[session_id]["messages"]]
         assert hashes[-1] == value_hash(entry.value)
-        assert all(earlier != later for earlier, later in zip(hashes, hashes[1:], strict=False))
+        assert all(earlier != later for earlier, later in pairwise(hashes))
         assert len(hashes) <= entry.version
 
 
-def test_a_drain_pushes_puts_updates_and_deletes(owner, honcho_double, worker):  # noqa: ANN001
+def test_a_drain_pushes_puts_updates_and_deletes(owner, honcho_double, worker):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     services.entry_put(owner=owner, uid="alice", key="editor", value="helix", meta={"since": 2024})
     services.entry_put(owner=owner, uid="alice", key="shell", value="fish")
@@ -47,7 +48,7 @@ def test_a_drain_pushes_puts_updates_and_deletes(owner, honcho_double, worker): 
 
 def test_a_thousand_writes_through_30_percent_failures_arrive_whole_and_once(
     owner, stranger, honcho_double, make_worker, clock
-):  # noqa: ANN001
+):
     worker = make_worker()
     honcho_double.faults.fail(0.3, kinds=(Fault.SERVER_ERROR, Fault.TIMEOUT, Fault.DROPPED_CONNECTION), seed=11)
     writes = Random(3)
@@ -83,7 +84,7 @@ def test_a_thousand_writes_through_30_percent_failures_arrive_whole_and_once(
     assert_honcho_mirrors_the_hub(honcho_double)
 
 
-def test_with_honcho_down_every_change_stays_pending_and_an_outage_costs_few_calls(owner, honcho_double, worker, clock):  # noqa: ANN001
+def test_with_honcho_down_every_change_stays_pending_and_an_outage_costs_few_calls(owner, honcho_double, worker, clock):
     honcho_double.faults.unreachable = True
     for number in range(60):
         services.entry_put(owner=owner, uid="alice", key=f"k{number}", value="v")
@@ -103,7 +104,7 @@ def test_with_honcho_down_every_change_stays_pending_and_an_outage_costs_few_cal
     assert_honcho_mirrors_the_hub(honcho_double)
 
 
-def test_a_refused_api_key_parks_each_task_once_with_its_reason_and_no_retry_storm(owner, honcho_double, worker, clock):  # noqa: ANN001
+def test_a_refused_api_key_parks_each_task_once_with_its_reason_and_no_retry_storm(owner, honcho_double, worker, clock):
     honcho_double.faults.unauthorized = True
     for number in range(10):
         services.entry_put(owner=owner, uid="alice", key=f"k{number}", value="v")
@@ -124,7 +125,7 @@ def test_a_refused_api_key_parks_each_task_once_with_its_reason_and_no_retry_sto
     assert_honcho_mirrors_the_hub(honcho_double)
 
 
-def test_rate_limiting_waits_at_least_the_retry_after(owner, honcho_double, worker, clock):  # noqa: ANN001
+def test_rate_limiting_waits_at_least_the_retry_after(owner, honcho_double, worker, clock):
     honcho_double.retry_after = 120
     honcho_double.faults.fail_next.append(Fault.RATE_LIMITED)
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
@@ -150,7 +151,7 @@ def test_retries_back_off_exponentially_with_jitter_up_to_a_cap():
     assert backoff.delay(1, retry_after=30) >= 30
 
 
-def test_after_the_last_attempt_a_task_is_parked_with_why(owner, honcho_double, make_worker, clock):  # noqa: ANN001
+def test_after_the_last_attempt_a_task_is_parked_with_why(owner, honcho_double, make_worker, clock):
     worker = make_worker(max_attempts=3)
     honcho_double.faults.fail(1.0, kinds=(Fault.SERVER_ERROR,))
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
@@ -162,7 +163,7 @@ def test_after_the_last_attempt_a_task_is_parked_with_why(owner, honcho_double, 
     assert task.last_error.startswith("gave up after 3 attempts: ")
 
 
-def test_a_change_made_during_a_push_is_pushed_next_time(owner, honcho_double, worker, clock):  # noqa: ANN001
+def test_a_change_made_during_a_push_is_pushed_next_time(owner, honcho_double, worker, clock):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     (claimed,) = outbox.tasks_claim(limit=10, lease=worker.lease, now=clock())
     worker.push(claimed)
@@ -174,7 +175,7 @@ def test_a_change_made_during_a_push_is_pushed_next_time(owner, honcho_double, w
     assert_honcho_mirrors_the_hub(honcho_double)
 
 
-def test_a_claimed_task_is_not_claimed_again_until_its_lease_ends(owner, worker, clock):  # noqa: ANN001
+def test_a_claimed_task_is_not_claimed_again_until_its_lease_ends(owner, worker, clock):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     assert len(outbox.tasks_claim(limit=10, lease=worker.lease, now=clock())) == 1
     assert outbox.tasks_claim(limit=10, lease=worker.lease, now=clock()) == []
@@ -182,7 +183,7 @@ def test_a_claimed_task_is_not_claimed_again_until_its_lease_ends(owner, worker,
     assert len(outbox.tasks_claim(limit=10, lease=worker.lease, now=clock())) == 1
 
 
-def test_entries_of_different_accounts_never_share_a_honcho_peer(owner, stranger, honcho_double, worker):  # noqa: ANN001
+def test_entries_of_different_accounts_never_share_a_honcho_peer(owner, stranger, honcho_double, worker):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     services.entry_put(owner=stranger, uid="alice", key="editor", value="emacs")
     worker.drain()
@@ -195,7 +196,7 @@ def test_entries_of_different_accounts_never_share_a_honcho_peer(owner, stranger
     assert peer_id(owner.pk, "alice") != peer_id(stranger.pk, "alice")
 
 
-def test_a_task_another_worker_took_after_the_lease_ran_out_is_left_to_it(owner, honcho_double, worker, clock):  # noqa: ANN001
+def test_a_task_another_worker_took_after_the_lease_ran_out_is_left_to_it(owner, honcho_double, worker, clock):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     (slow,) = outbox.tasks_claim(limit=10, lease=worker.lease, now=clock())
     clock.advance(seconds=worker.lease.total_seconds() + 1)  # this pass was slow: its lease ran out
@@ -205,7 +206,7 @@ def test_a_task_another_worker_took_after_the_lease_ran_out_is_left_to_it(owner,
     assert outbox.task_hold(taken, lease=worker.lease, now=clock()) is True
 
 
-def test_a_new_change_to_an_entry_waiting_out_a_backoff_is_due_at_once(owner, honcho_double, worker, clock):  # noqa: ANN001
+def test_a_new_change_to_an_entry_waiting_out_a_backoff_is_due_at_once(owner, honcho_double, worker, clock):
     honcho_double.faults.fail_next.append(Fault.SERVER_ERROR)
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     assert worker.drain().retrying == 1
@@ -218,7 +219,7 @@ def test_a_new_change_to_an_entry_waiting_out_a_backoff_is_due_at_once(owner, ho
     assert_honcho_mirrors_the_hub(honcho_double)
 
 
-def test_the_oldest_pending_change_keeps_its_age_until_it_is_pushed(owner, worker, clock):  # noqa: ANN001
+def test_the_oldest_pending_change_keeps_its_age_until_it_is_pushed(owner, worker, clock):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     first = SyncTask.objects.get()
     services.entry_put(owner=owner, uid="alice", key="editor", value="emacs")
@@ -230,14 +231,14 @@ def test_the_oldest_pending_change_keeps_its_age_until_it_is_pushed(owner, worke
     assert SyncTask.objects.get().pending_since > first.pending_since
 
 
-def test_a_drain_asked_to_stop_finishes_its_batch_and_leaves_the_rest_queued(owner, make_worker):  # noqa: ANN001
+def test_a_drain_asked_to_stop_finishes_its_batch_and_leaves_the_rest_queued(owner, make_worker):
     for number in range(12):
         services.entry_put(owner=owner, uid="alice", key=f"k{number}", value="v")
     stop = threading.Event()
     worker = make_worker(batch_size=5)
     original_push = worker.push
 
-    def push_then_ask_to_stop(task) -> None:  # noqa: ANN001
+    def push_then_ask_to_stop(task) -> None:
         original_push(task)
         stop.set()  # SIGTERM arrives during the first batch
 
