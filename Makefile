@@ -13,7 +13,7 @@ TIMEOUT ?= 30
 # The access log leaves out query strings: a search's text (?q=...) is the agent's, not the log's.
 ACCESS_LOG_FORMAT := %(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(L)ss
 
-.PHONY: run serve test install install-dev migrate clean screenshots benchmark
+.PHONY: run serve lint test install install-dev migrate clean screenshots benchmark
 
 $(VENV)/.installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,7 +53,12 @@ serve: migrate
 		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --no-control-socket \
 		--forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
 
-test: $(VENV)/.installed-dev $(CHROMIUM)
+# The rules the code keeps: lint and format (config in pyproject.toml).
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint $(VENV)/.installed-dev $(CHROMIUM)
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
 
 # Photograph the dashboard's main pages (desktop and phone width) into docs/screenshots/.

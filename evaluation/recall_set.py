@@ -169,7 +169,7 @@ def _string(item: dict[str, Any], field: str, where: str) -> str:
     return value
 
 
-def _memory(item: Any, index: int) -> Memory:
+def _memory(item: Any, index: int) -> Memory:  # noqa: ANN401 - decoded JSON, checked field by field
     where = f"memories[{index}]"
     _require(isinstance(item, dict), f"{where} must be an object")
     return Memory(
@@ -181,7 +181,7 @@ def _memory(item: Any, index: int) -> Memory:
     )
 
 
-def _question(item: Any, index: int) -> Question:
+def _question(item: Any, index: int) -> Question:  # noqa: ANN401 - decoded JSON, checked field by field
     where = f"questions[{index}]"
     _require(isinstance(item, dict), f"{where} must be an object")
     answers = item.get("answers")
@@ -236,7 +236,7 @@ def _check_words(question: Question, answers: list[Memory]) -> None:
         _require(question.intended is None, f"{where}: only typo questions have intended")
 
 
-def recall_set_parse(document: Any) -> RecallSet:
+def recall_set_parse(document: Any) -> RecallSet:  # noqa: ANN401 - decoded JSON, checked field by field
     """A RecallSet from the decoded JSON document; RecallSetError names the first thing wrong."""
     _require(isinstance(document, dict), "the recall set must be a JSON object")
     name = _string(document, "name", "the recall set")

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -99,18 +100,18 @@ def _broken(document: dict[str, Any], question_id: str, **changes: Any) -> dict[
 def test_it_refuses_an_answer_that_belongs_to_another_uid(shipped_document: dict[str, Any]) -> None:
     # "which editor does she use" of Amara, answered with Zoë's allergy.
     broken = _broken(shipped_document, "amara.q01", answers=["zoe.allergy"])
-    with pytest.raises(RecallSetError, match="zoe.allergy is a memory of discord:318274, not amara"):
+    with pytest.raises(RecallSetError, match=re.escape("zoe.allergy is a memory of discord:318274, not amara")):
         recall_set_parse(broken)
 
 
 def test_it_refuses_an_answer_that_is_no_memory(shipped_document: dict[str, Any]) -> None:
-    with pytest.raises(RecallSetError, match="amara.pets is no memory"):
+    with pytest.raises(RecallSetError, match=re.escape("amara.pets is no memory")):
         recall_set_parse(_broken(shipped_document, "amara.q01", answers=["amara.pets"]))
 
 
 def test_it_refuses_a_no_shared_words_question_that_shares_a_word(shipped_document: dict[str, Any]) -> None:
     broken = _broken(shipped_document, "amara.q05", text="what is her diet")
-    with pytest.raises(RecallSetError, match="amara.q05 .no_shared_words. shares diet"):
+    with pytest.raises(RecallSetError, match=re.escape("amara.q05 (no_shared_words) shares diet")):
         recall_set_parse(broken)
 
 
@@ -137,5 +138,5 @@ def test_it_refuses_an_unknown_category_and_a_key_used_twice(shipped_document: d
 def test_it_says_when_the_file_is_not_json(tmp_path: Path) -> None:
     path = tmp_path / "set.json"
     path.write_text("{not json", encoding="utf-8")
-    with pytest.raises(RecallSetError, match="set.json is not valid JSON"):
+    with pytest.raises(RecallSetError, match=re.escape("set.json is not valid JSON")):
         recall_set_load(path)
