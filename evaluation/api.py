@@ -3,7 +3,7 @@
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, permissions, serializers, status
+from rest_framework import exceptions, permissions, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -50,12 +50,12 @@ class StaffMayRun(permissions.BasePermission):
 
 
 @extend_schema(tags=["evaluations"])
-class EvaluationRunListView(APIView):
+class EvaluationRunViewSet(viewsets.ViewSet):
     pagination_class = MemoryPagination
     permission_classes = [permissions.IsAuthenticated, StaffMayRun]
 
     @extend_schema(summary="Stored evaluation runs, newest first", responses=EvaluationRunSerializer(many=True))
-    def get(self, request: Request) -> Response:
+    def list(self, request: Request) -> Response:
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(selectors.evaluation_run_list(), request, view=self)
         return paginator.get_paginated_response(EvaluationRunSerializer(page, many=True).data)
@@ -65,7 +65,7 @@ class EvaluationRunListView(APIView):
         request=EvaluationRequestSerializer,
         responses={201: EvaluationRunSerializer},
     )
-    def post(self, request: Request) -> Response:
+    def create(self, request: Request) -> Response:
         body = EvaluationRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:

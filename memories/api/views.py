@@ -1,17 +1,17 @@
-"""The REST API: thin views that parse, call a service or a selector, and render.
+"""The REST API: thin viewsets that parse, call a service or a selector, and render.
 
-Every view reads and writes only the requesting account's entries; another account's uid or key
-answers 404, exactly as a missing one.
+memories.api.urls registers them on the router. Every viewset reads and writes only the requesting
+account's entries; another account's uid or key answers 404, exactly as a missing one.
 """
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memories import selectors, services
 from memories.api.conditional import (
@@ -40,9 +40,13 @@ from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, MemoryPagination
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
+# uid and key are one path segment each (dots allowed): a key holding '/' is reached through the
+# tool endpoint or POST with the key in the body.
+SEGMENT = r"[^/]+"
+BATCH_KEY = "batch"
 
 
-def _paginate(view: APIView, request: Request, queryset, serializer_class) -> Response:  # noqa: ANN001
+def _paginate(view: viewsets.ViewSet, request: Request, queryset, serializer_class) -> Response:  # noqa: ANN001
     paginator = view.pagination_class()
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
@@ -61,7 +65,7 @@ def _info_sync(request: Request) -> dict[str, bool | int]:
     return {"enabled": True, "pending": sync.pending, "failed": sync.failed}
 
 
-class HubAPIView(APIView):
+class HubViewSet(viewsets.ViewSet):
     pagination_class = MemoryPagination
 
     def initial(self, request: Request, *args: object, **kwargs: object) -> None:
@@ -78,21 +82,25 @@ class HubAPIView(APIView):
 
 
 @extend_schema(tags=["users"])
-class UserListView(HubAPIView):
+class UserViewSet(HubViewSet):
+    lookup_field = "uid"
+    lookup_value_regex = SEGMENT
+
     @extend_schema(
         summary="List the account's users",
         parameters=[OpenApiParameter("search", str, description="Only uids holding this text.")],
         responses=UserSummarySerializer(many=True),
     )
-    def get(self, request: Request) -> Response:
+    def list(self, request: Request) -> Response:
         users = selectors.user_list(owner=request.user, search=request.query_params.get("search") or None)
         return _paginate(self, request, users, UserSummarySerializer)
 
-
-@extend_schema(tags=["users"], parameters=[UID_PARAMETER])
-class UserDetailView(HubAPIView):
-    @extend_schema(summary="Forget a user: delete every entry, keep the history", responses=ForgetSerializer)
-    def delete(self, request: Request, uid: str) -> Response:
+    @extend_schema(
+        summary="Forget a user: delete every entry, keep the history",
+        parameters=[UID_PARAMETER],
+        responses=ForgetSerializer,
+    )
+    def destroy(self, request: Request, uid: str) -> Response:
         deleted = services.user_forget(owner=request.user, uid=uid, actor=request.user)
         if not deleted:
             raise Http404
@@ -100,7 +108,13 @@ class UserDetailView(HubAPIView):
 
 
 @extend_schema(tags=["memories"], parameters=[UID_PARAMETER])
-class MemoryListView(HubAPIView):
+class MemoryViewSet(HubViewSet):
+    # A user's memories, registered under users/{uid}/memories; the entry's key is the lookup.
+    # (A comment, not a docstring: the schema would show it on every operation.)
+
+    lookup_field = "key"
+    lookup_value_regex = SEGMENT
+
     @extend_schema(
         summary="List a user's memories, or query them with q",
         parameters=[
@@ -121,7 +135,7 @@ class MemoryListView(HubAPIView):
         ],
         responses=EntrySerializer(many=True),
     )
-    def get(self, request: Request, uid: str) -> Response:
+    def list(self, request: Request, uid: str) -> Response:
         query_text = request.query_params.get("q", "")
         kind = request.query_params.get("kind") or None
         match = request.query_params.get("match") or selectors.MATCH_RANKED
@@ -138,15 +152,12 @@ class MemoryListView(HubAPIView):
         request=EntryCreateSerializer,
         responses={200: EntrySerializer, 201: EntrySerializer},
     )
-    def post(self, request: Request, uid: str) -> Response:
+    def create(self, request: Request, uid: str) -> Response:
         body = EntryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = services.entry_put(owner=request.user, uid=uid, actor=request.user, **body.validated_data)
         return _write_response(result)
 
-
-@extend_schema(tags=["memories"], parameters=[UID_PARAMETER, KEY_PARAMETER])
-class MemoryDetailView(HubAPIView):
     def _entry(self, request: Request, uid: str, key: str):  # noqa: ANN202
         entry = selectors.entry_get(owner=request.user, uid=uid, key=key)
         if entry is None:
@@ -154,19 +165,21 @@ class MemoryDetailView(HubAPIView):
         return entry
 
     @extend_schema(
-        summary="Get a memory (its ETag is its version)", responses=EntrySerializer, parameters=[ETAG_HEADER]
+        summary="Get a memory (its ETag is its version)",
+        responses=EntrySerializer,
+        parameters=[KEY_PARAMETER, ETAG_HEADER],
     )
-    def get(self, request: Request, uid: str, key: str) -> Response:
+    def retrieve(self, request: Request, uid: str, key: str) -> Response:
         entry = self._entry(request, uid, key)
         return with_etag(Response(EntrySerializer(entry).data), entry)
 
     @extend_schema(
         summary="Store a memory (upsert): 201 when created, 200 when changed or unchanged",
         request=EntryWriteSerializer,
-        parameters=[IF_MATCH_PARAMETER, IF_NONE_MATCH_PARAMETER, ETAG_HEADER],
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, IF_NONE_MATCH_PARAMETER, ETAG_HEADER],
         responses={200: EntrySerializer, 201: EntrySerializer, 412: PRECONDITION_FAILED},
     )
-    def put(self, request: Request, uid: str, key: str) -> Response:
+    def update(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
@@ -183,10 +196,10 @@ class MemoryDetailView(HubAPIView):
     @extend_schema(
         summary="Change some fields of a memory",
         request=EntryWriteSerializer,
-        parameters=[IF_MATCH_PARAMETER, ETAG_HEADER],
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, ETAG_HEADER],
         responses={200: EntrySerializer, 412: PRECONDITION_FAILED},
     )
-    def patch(self, request: Request, uid: str, key: str) -> Response:
+    def partial_update(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
@@ -202,10 +215,10 @@ class MemoryDetailView(HubAPIView):
 
     @extend_schema(
         summary="Delete a memory (its history stays)",
-        parameters=[IF_MATCH_PARAMETER],
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER],
         responses={204: None, 412: PRECONDITION_FAILED},
     )
-    def delete(self, request: Request, uid: str, key: str) -> Response:
+    def destroy(self, request: Request, uid: str, key: str) -> Response:
         expected_version = if_match_version(request, uid=uid, key=key)
         deleted = services.entry_delete(
             owner=request.user, uid=uid, key=key, actor=request.user, expected_version=expected_version
@@ -214,37 +227,65 @@ class MemoryDetailView(HubAPIView):
             raise Http404
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-
-@extend_schema(tags=["memories"], parameters=[UID_PARAMETER, KEY_PARAMETER])
-class MemoryRestoreView(HubAPIView):
     @extend_schema(
         summary="Restore a deleted memory from its history",
         description="Brings back the entry as it was when last deleted; its version goes on from the deleted one. "
         "404 when the history holds no deletion to undo, 409 when the entry exists.",
         request=None,
-        parameters=[ETAG_HEADER],
+        parameters=[KEY_PARAMETER, ETAG_HEADER],
         responses={201: EntrySerializer, 409: ENTRY_EXISTS},
     )
-    def post(self, request: Request, uid: str, key: str) -> Response:
+    @action(detail=True, methods=["post"])
+    def restore(self, request: Request, uid: str, key: str) -> Response:
         entry = services.entry_restore(owner=request.user, uid=uid, key=key, actor=request.user)
         return with_etag(Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED), entry)
 
-
-@extend_schema(tags=["memories"], parameters=[UID_PARAMETER, KEY_PARAMETER])
-class MemoryHistoryView(HubAPIView):
-    @extend_schema(summary="A memory's history, newest first", responses=EventSerializer(many=True))
-    def get(self, request: Request, uid: str, key: str) -> Response:
+    @extend_schema(
+        summary="A memory's history, newest first",
+        parameters=[KEY_PARAMETER],
+        responses=EventSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"])
+    def history(self, request: Request, uid: str, key: str) -> Response:
         events = selectors.entry_history(owner=request.user, uid=uid, key=key)
         response = _paginate(self, request, events, EventSerializer)
         if response.data["count"] == 0:
             raise Http404
         return response
 
+    @extend_schema(
+        summary="Apply up to 500 puts and deletes to a user's memories, all or none",
+        description=(
+            "Operations run in order in one transaction. If any is invalid or meets a stale "
+            "expected_version, nothing is applied and the 400 maps the index of each failed operation "
+            'to its errors: {"operations": {"2": {"key": [...]}}}. A memory whose key is \'batch\' is still reached by '
+            "GET, PUT, PATCH and DELETE on this path; only POST means a batch."
+        ),
+        request=BatchSerializer,
+        responses={200: BatchResultSerializer},
+    )
+    @action(detail=False, methods=["post"])
+    def batch(self, request: Request, uid: str) -> Response:
+        body = BatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        operations = [services.BatchOperation(**operation) for operation in body.validated_data["operations"]]
+        outcomes = services.entries_batch(owner=request.user, uid=uid, operations=operations, actor=request.user)
+        return Response(BatchResultSerializer({"results": outcomes}).data)
+
+    def dispatch(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        # The batch route comes before the entry's: only POST there means a batch, every other
+        # method reaches the entry whose key is "batch", as any other key.
+        if self.action_map.get("post") == "batch" and request.method != "POST":
+            return _entry_view(request, *args, key=BATCH_KEY, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
+
 
 @extend_schema(tags=["hub"])
-class InfoView(HubAPIView):
+class InfoViewSet(HubViewSet):
+    singleton = True
+
     @extend_schema(summary="The backend in use, the account's counts and the hub's version", responses=InfoSerializer)
-    def get(self, request: Request) -> Response:
+    def retrieve(self, request: Request) -> Response:
         backend = hub_status()
         return Response(
             {
@@ -260,13 +301,15 @@ class InfoView(HubAPIView):
 
 
 @extend_schema(tags=["hub"])
-class SyncStatusView(HubAPIView):
+class SyncStatusViewSet(HubViewSet):
+    singleton = True
+
     @extend_schema(
         summary="Sync to Honcho: pending and failed changes, the oldest pending's age, the last success and error",
         description="An account sees its own entries' changes; a staff account sees the whole hub's.",
         responses=SyncStatusSerializer,
     )
-    def get(self, request: Request) -> Response:
+    def retrieve(self, request: Request) -> Response:
         status_now = selectors.sync_status(owner=None if request.user.is_staff else request.user)
         return Response(SyncStatusSerializer(status_now).data)
 
@@ -278,7 +321,9 @@ TOOL_REPLY = inline_serializer(
 
 
 @extend_schema(tags=["tool"])
-class ToolView(HubAPIView):
+class ToolViewSet(HubViewSet):
+    singleton = True
+
     @extend_schema(
         summary="Run one memory_backend tool call",
         description="Takes the tool's arguments (action, uid, key, value, query, meta) and replies as the tool does.",
@@ -293,45 +338,20 @@ class ToolView(HubAPIView):
                 "meta": serializers.DictField(required=False),
             },
         ),
-        responses=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT},
     )
-    def post(self, request: Request) -> Response:
+    def create(self, request: Request) -> Response:
         arguments = request.data if isinstance(request.data, dict) else {}
         return Response(run_tool(account=request.user, arguments=arguments))
 
-
-@extend_schema(tags=["tool"])
-class ToolSchemaView(HubAPIView):
     @extend_schema(summary="The tool's function-calling schema", responses=OpenApiTypes.OBJECT)
-    def get(self, request: Request) -> Response:
+    # Not named `schema`: that is the view's OpenAPI generator.
+    @action(detail=False, methods=["get"], url_path="schema", url_name="schema")
+    def tool_schema(self, request: Request) -> Response:
         return Response(TOOL_SCHEMA)
 
 
-@extend_schema(tags=["memories"], parameters=[UID_PARAMETER])
-class MemoryBatchView(HubAPIView):
-    @extend_schema(
-        summary="Apply up to 500 puts and deletes to a user's memories, all or none",
-        description=(
-            "Operations run in order in one transaction. If any is invalid or meets a stale "
-            "expected_version, nothing is applied and the 400 maps the index of each failed operation "
-            'to its errors: {"operations": {"2": {"key": [...]}}}. A memory whose key is \'batch\' is still reached by '
-            "GET, PUT, PATCH and DELETE on this path; only POST means a batch."
-        ),
-        request=BatchSerializer,
-        responses={200: BatchResultSerializer},
-    )
-    def post(self, request: Request, uid: str) -> Response:
-        body = BatchSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        operations = [services.BatchOperation(**operation) for operation in body.validated_data["operations"]]
-        outcomes = services.entries_batch(owner=request.user, uid=uid, operations=operations, actor=request.user)
-        return Response(BatchResultSerializer({"results": outcomes}).data)
-
-    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:  # noqa: ANN002, ANN003
-        # Only POST means a batch: every other method reaches the entry whose key is "batch".
-        if request.method != "POST":
-            return _memory_detail_view(request, *args, key="batch", **kwargs)
-        return super().dispatch(request, *args, **kwargs)
-
-
-_memory_detail_view = MemoryDetailView.as_view()
+# The entry's own actions, for the methods other than POST that reach the batch route.
+_entry_view = MemoryViewSet.as_view(
+    {"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}, detail=True, basename="memory"
+)
