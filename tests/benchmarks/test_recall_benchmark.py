@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from pytest_django.fixtures import Settings
 
-from benchmarks import recall
+from benchmarks import recall, recall_report
 from evaluation.recall_set import recall_set_load
 from memories.models import MemoryEntry
 
@@ -29,34 +29,86 @@ SIZE = 40
 TINY_SET = {
     "name": "tiny",
     "memories": [
-        {"id": "ana.editor", "uid": "ana", "key": "editor", "value": "uses Neovim with a Lua config", "kind": "preference"},
+        {
+            "id": "ana.editor",
+            "uid": "ana",
+            "key": "editor",
+            "value": "uses Neovim with a Lua config",
+            "kind": "preference",
+        },
         {"id": "ana.diet", "uid": "ana", "key": "diet", "value": "is allergic to peanuts", "kind": "fact"},
         {"id": "ana.music", "uid": "ana", "key": "music", "value": "listens to jazz", "kind": "preference"},
         {"id": "ben.editor", "uid": "ben", "key": "editor", "value": "uses Emacs", "kind": "preference"},
         {"id": "ben.diet", "uid": "ben", "key": "diet", "value": "vegan", "kind": "fact"},
     ],
     "questions": [
-        {"id": "q1", "uid": "ana", "category": "shared_words", "split": "tune", "text": "neovim", "answers": ["ana.editor"]},
-        {"id": "q2", "uid": "ana", "category": "paraphrase", "split": "test", "text": "food she cannot eat",
-         "answers": ["ana.diet"]},
-        {"id": "q3", "uid": "ben", "category": "shared_words", "split": "test", "text": "EMACS", "answers": ["ben.editor"]},
-        {"id": "q4", "uid": "ana", "category": "typo", "split": "tune", "text": "neovin", "intended": "neovim",
-         "answers": ["ana.editor"]},
+        {
+            "id": "q1",
+            "uid": "ana",
+            "category": "shared_words",
+            "split": "tune",
+            "text": "neovim",
+            "answers": ["ana.editor"],
+        },
+        {
+            "id": "q2",
+            "uid": "ana",
+            "category": "paraphrase",
+            "split": "test",
+            "text": "food she cannot eat",
+            "answers": ["ana.diet"],
+        },
+        {
+            "id": "q3",
+            "uid": "ben",
+            "category": "shared_words",
+            "split": "test",
+            "text": "EMACS",
+            "answers": ["ben.editor"],
+        },
+        {
+            "id": "q4",
+            "uid": "ana",
+            "category": "typo",
+            "split": "tune",
+            "text": "neovin",
+            "intended": "neovim",
+            "answers": ["ana.editor"],
+        },
         {"id": "q5", "uid": "ana", "category": "no_answer", "split": "tune", "text": "zebra", "answers": []},
         # Ben's editor is not Ana's: the answer must come from the question's own uid.
-        {"id": "q6", "uid": "ben", "category": "shared_words", "split": "tune", "text": "editor",
-         "answers": ["ben.editor"]},
+        {
+            "id": "q6",
+            "uid": "ben",
+            "category": "shared_words",
+            "split": "tune",
+            "text": "editor",
+            "answers": ["ben.editor"],
+        },
     ],
-}  # fmt: skip
+}
 TINY_UNSEEN = {
     "name": "tiny-unseen",
     "memories": [{"id": "cleo.city", "uid": "cleo", "key": "city", "value": "lives in Lyon", "kind": "fact"}],
     "questions": [
-        {"id": "u1", "uid": "cleo", "category": "shared_words", "split": "unseen", "text": "lyon", "answers": ["cleo.city"]},
-        {"id": "u2", "uid": "cleo", "category": "no_shared_words", "split": "unseen", "text": "which town is she based in",
-         "answers": ["cleo.city"]},
+        {
+            "id": "u1",
+            "uid": "cleo",
+            "category": "shared_words",
+            "split": "unseen",
+            "text": "lyon",
+            "answers": ["cleo.city"],
+        },
+        {
+            "id": "u2",
+            "uid": "cleo",
+            "category": "no_shared_words",
+            "split": "unseen",
+            "text": "which town is she based in",
+            "answers": ["cleo.city"],
+        },
     ],
-}  # fmt: skip
+}
 
 
 @pytest.fixture
@@ -210,12 +262,12 @@ def test_report_writes_markdown_where_asked_and_nothing_into_the_tree_by_default
 def test_rewriting_the_report_keeps_the_hand_written_analysis(tiny_files: tuple[Path, Path], tmp_path: Path) -> None:
     report = tmp_path / "RECALL.md"
     report.write_text(
-        f"# old figures\n\n{recall.ANALYSIS_MARKER}\n\nWhy lexical misses paraphrases.\n", encoding="utf-8"
+        f"# old figures\n\n{recall_report.ANALYSIS_MARKER}\n\nWhy lexical misses paraphrases.\n", encoding="utf-8"
     )
     _json_run(tiny_files, "--report", str(report))
     text = report.read_text(encoding="utf-8")
     assert "# old figures" not in text
-    assert text.rstrip().endswith(f"{recall.ANALYSIS_MARKER}\n\nWhy lexical misses paraphrases.")
+    assert text.rstrip().endswith(f"{recall_report.ANALYSIS_MARKER}\n\nWhy lexical misses paraphrases.")
 
 
 def test_bad_sizes_are_refused_with_the_option_named() -> None:

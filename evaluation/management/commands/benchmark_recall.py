@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from benchmarks import recall
+from benchmarks import recall, recall_report
 from evaluation.recall_set import RECALL_SET_PATH, RECALL_UNSEEN_PATH, RecallSetError, recall_set_load
 
 
@@ -68,9 +68,11 @@ class Command(BaseCommand):
         )
         if report is not None:
             command = " ".join(["manage.py", "benchmark_recall", *sys.argv[2:]]) if len(sys.argv) > 1 else ""
-            recall.report_write(report, recall.report_markdown(result, command=command or "manage.py benchmark_recall"))
+            recall_report.report_write(
+                report, recall_report.report_markdown(result, command=command or "manage.py benchmark_recall")
+            )
             self.stderr.write(f"Report written to {report}.")
-        self.stdout.write(_dumps(result.as_json()) if json else recall.report_table(result))
+        self.stdout.write(_dumps(result.as_json()) if json else recall_report.report_table(result))
 
 
 def _dumps(document: dict[str, Any]) -> str:
