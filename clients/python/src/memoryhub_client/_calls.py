@@ -1,0 +1,190 @@
+"""Every API call, built once: its method, path, parameters, body and how to read the answer.
+
+MemoryHub and AsyncMemoryHub call these and send what they return; neither builds a path itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from memoryhub_client._core import Call, segment
+from memoryhub_client.models import (
+    BatchOperation,
+    BatchOutcome,
+    Context,
+    Entry,
+    EvaluationRun,
+    Event,
+    Info,
+    PageData,
+    SyncStatus,
+    UserSummary,
+)
+
+# The hub's documented bounds, checked here only where a wrong value would be silently changed.
+CONTEXT_MAX_BUDGET = 20_000
+
+Version = int | str | Entry
+
+
+def if_match_value(version: Version) -> str:
+    """If-Match for a version given as 3, '"3"', '*' or the Entry itself."""
+    if isinstance(version, Entry):
+        return version.etag
+    if isinstance(version, bool):
+        raise TypeError("if_match takes a version, an ETag or an Entry, not a bool.")
+    if isinstance(version, int):
+        return f'"{version}"'
+    return version
+
+
+def _memories(uid: str) -> str:
+    return f"/users/{segment(uid, name='uid')}/memories/"
+
+
+def _memory(uid: str, key: str) -> str:
+    return f"/users/{segment(uid, name='uid')}/memories/{segment(key, name='key')}"
+
+
+def _entry(response: httpx.Response) -> Entry:
+    return Entry.from_json(response.json())
+
+
+def _nothing(response: httpx.Response) -> None:
+    return None
+
+
+def entry_put(
+    uid: str,
+    key: str,
+    value: str,
+    *,
+    kind: str | None,
+    meta: dict[str, Any] | None,
+    if_match: Version | None,
+    create_only: bool,
+) -> Call[Entry]:
+    body: dict[str, Any] = {"value": value}
+    if kind is not None:
+        body["kind"] = kind
+    if meta is not None:
+        body["meta"] = meta
+    if if_match is not None and create_only:
+        raise ValueError("if_match and create_only exclude each other: one asks for a version, the other for none.")
+    if "/" in key:
+        # A key holding '/' cannot be a path segment: the hub takes it in the body of a POST (an upsert).
+        if if_match is not None or create_only:
+            raise ValueError(f"key {key!r} holds '/': it can be stored, but not conditionally.")
+        return Call("POST", _memories(uid), _entry, body={"key": key, **body})
+    headers = {}
+    if if_match is not None:
+        headers["If-Match"] = if_match_value(if_match)
+    if create_only:
+        headers["If-None-Match"] = "*"
+    return Call("PUT", _memory(uid, key), _entry, body=body, headers=headers)
+
+
+def entry_get(uid: str, key: str) -> Call[Entry]:
+    return Call("GET", _memory(uid, key), _entry)
+
+
+def entry_update(
+    uid: str,
+    key: str,
+    *,
+    value: str | None,
+    kind: str | None,
+    meta: dict[str, Any] | None,
+    if_match: Version | None,
+) -> Call[Entry]:
+    body = {name: given for name, given in (("value", value), ("kind", kind), ("meta", meta)) if given is not None}
+    headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
+    # Setting fields to given values twice leaves the entry as once: safe to retry.
+    return Call("PATCH", _memory(uid, key), _entry, body=body, headers=headers)
+
+
+def entry_delete(uid: str, key: str, *, if_match: Version | None) -> Call[None]:
+    headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
+    return Call("DELETE", _memory(uid, key), _nothing, headers=headers)
+
+
+def entry_list(
+    uid: str,
+    *,
+    query_text: str | None,
+    kind: str | None,
+    match: str | None,
+    page: int,
+    page_size: int | None,
+) -> Call[PageData[Entry]]:
+    def parse(response: httpx.Response) -> PageData[Entry]:
+        return PageData.from_json(response.json(), number=page, item=Entry.from_json)
+
+    params = {"q": query_text or None, "kind": kind, "match": match, "page": page, "page_size": page_size}
+    return Call("GET", _memories(uid), parse, params=params)
+
+
+def entry_history(uid: str, key: str, *, page: int, page_size: int | None) -> Call[PageData[Event]]:
+    def parse(response: httpx.Response) -> PageData[Event]:
+        return PageData.from_json(response.json(), number=page, item=Event.from_json)
+
+    return Call("GET", _memory(uid, key) + "/history", parse, params={"page": page, "page_size": page_size})
+
+
+def entry_restore(uid: str, key: str) -> Call[Entry]:
+    # A second restore of the same key answers 409: not retried after a lost connection.
+    return Call("POST", _memory(uid, key) + "/restore", _entry, idempotent=False)
+
+
+def entries_batch(uid: str, operations: Sequence[BatchOperation]) -> Call[list[BatchOutcome]]:
+    def parse(response: httpx.Response) -> list[BatchOutcome]:
+        return [BatchOutcome.from_json(outcome) for outcome in response.json()["results"]]
+
+    body = {"operations": [operation.to_json() for operation in operations]}
+    return Call("POST", _memories(uid) + "batch", parse, body=body, idempotent=False)
+
+
+def user_list(*, search: str | None, page: int, page_size: int | None) -> Call[PageData[UserSummary]]:
+    def parse(response: httpx.Response) -> PageData[UserSummary]:
+        return PageData.from_json(response.json(), number=page, item=UserSummary.from_json)
+
+    return Call("GET", "/users/", parse, params={"search": search or None, "page": page, "page_size": page_size})
+
+
+def user_forget(uid: str) -> Call[int]:
+    def parse(response: httpx.Response) -> int:
+        return int(response.json()["deleted"])
+
+    return Call("DELETE", f"/users/{segment(uid, name='uid')}", parse)
+
+
+def info() -> Call[Info]:
+    return Call("GET", "/info", lambda response: Info.from_json(response.json()))
+
+
+def sync_status() -> Call[SyncStatus]:
+    return Call("GET", "/sync/status", lambda response: SyncStatus.from_json(response.json()))
+
+
+def evaluation_list(*, page: int, page_size: int | None) -> Call[PageData[EvaluationRun]]:
+    def parse(response: httpx.Response) -> PageData[EvaluationRun]:
+        return PageData.from_json(response.json(), number=page, item=EvaluationRun.from_json)
+
+    return Call("GET", "/evaluations/", parse, params={"page": page, "page_size": page_size})
+
+
+def context(uid: str, *, query_text: str | None, budget: int | None, previous: Context | None) -> Call[Context]:
+    if budget is not None and not 1 <= budget <= CONTEXT_MAX_BUDGET:
+        raise ValueError(f"budget must be 1 to {CONTEXT_MAX_BUDGET} characters; got {budget}.")
+
+    def parse(response: httpx.Response) -> Context:
+        if response.status_code == 304 and previous is not None:
+            return previous
+        return Context.from_json(response.json(), uid=uid, etag=response.headers.get("ETag"))
+
+    headers = {"If-None-Match": previous.etag} if previous is not None and previous.etag else {}
+    params = {"q": query_text or None, "budget": budget}
+    return Call("GET", f"/users/{segment(uid, name='uid')}/context", parse, params=params, headers=headers)

@@ -1,0 +1,295 @@
+"""What the hub answers, as typed dataclasses. Fields the hub adds later are ignored, not errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+__all__ = [
+    "BatchOperation",
+    "BatchOutcome",
+    "Context",
+    "Entry",
+    "EvaluationRun",
+    "Event",
+    "Info",
+    "PageData",
+    "SyncStatus",
+    "UserSummary",
+]
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An ISO 8601 time from the hub."""
+    return datetime.fromisoformat(text) if text else None
+
+
+def _required_time(text: str) -> datetime:
+    parsed = parse_time(text)
+    if parsed is None:
+        raise ValueError("a time was expected")
+    return parsed
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One memory. `etag` is what If-Match wants to see to change exactly this version."""
+
+    uid: str
+    key: str
+    value: str
+    kind: str
+    meta: dict[str, Any]
+    version: int
+    created: datetime
+    updated: datetime
+    # Set on ranked search results when the hub reports how well each matched.
+    score: float | None = None
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.version}"'
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Entry:
+        score = data.get("score")
+        return cls(
+            uid=data["uid"],
+            key=data["key"],
+            value=data["value"],
+            kind=data["kind"],
+            meta=data.get("meta") or {},
+            version=int(data["version"]),
+            created=_required_time(data["created"]),
+            updated=_required_time(data["updated"]),
+            score=float(score) if isinstance(score, (int, float)) else None,
+        )
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change in a memory's history: create, update or delete, with before and after."""
+
+    action: str
+    version: int
+    value_before: str | None
+    value_after: str | None
+    kind_before: str | None
+    kind_after: str | None
+    meta_before: dict[str, Any] | None
+    meta_after: dict[str, Any] | None
+    actor: str | None
+    at: datetime
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Event:
+        return cls(
+            action=data["action"],
+            version=int(data["version"]),
+            value_before=data.get("value_before"),
+            value_after=data.get("value_after"),
+            kind_before=data.get("kind_before"),
+            kind_after=data.get("kind_after"),
+            meta_before=data.get("meta_before"),
+            meta_after=data.get("meta_after"),
+            actor=data.get("actor"),
+            at=_required_time(data["at"]),
+        )
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    """A uid the account holds memories about."""
+
+    uid: str
+    entries: int
+    last_updated: datetime | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UserSummary:
+        return cls(uid=data["uid"], entries=int(data["entries"]), last_updated=parse_time(data.get("last_updated")))
+
+
+@dataclass(frozen=True)
+class BatchOperation:
+    """One put or delete of a batch; build them with BatchOperation.put(...) and BatchOperation.delete(...)."""
+
+    op: str
+    key: str
+    value: str | None = None
+    kind: str | None = None
+    meta: dict[str, Any] | None = None
+    expected_version: int | None = None
+
+    @classmethod
+    def put(
+        cls,
+        key: str,
+        value: str,
+        *,
+        kind: str | None = None,
+        meta: dict[str, Any] | None = None,
+        expected_version: int | None = None,
+    ) -> BatchOperation:
+        return cls(op="put", key=key, value=value, kind=kind, meta=meta, expected_version=expected_version)
+
+    @classmethod
+    def delete(cls, key: str, *, expected_version: int | None = None) -> BatchOperation:
+        return cls(op="delete", key=key, expected_version=expected_version)
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"op": self.op, "key": self.key}
+        for name in ("value", "kind", "meta", "expected_version"):
+            if getattr(self, name) is not None:
+                body[name] = getattr(self, name)
+        return body
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What one operation of a batch did: created, updated, unchanged, deleted or absent."""
+
+    op: str
+    key: str
+    status: str
+    entry: Entry | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BatchOutcome:
+        entry = data.get("entry")
+        return cls(
+            op=data["op"], key=data["key"], status=data["status"], entry=Entry.from_json(entry) if entry else None
+        )
+
+
+@dataclass(frozen=True)
+class Info:
+    """The hub's backend, the account's counts, sync in short and the hub's version."""
+
+    backend: str
+    cloud: bool
+    available: bool
+    reason: str
+    entries: int
+    users: int
+    sync: dict[str, Any]
+    version: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Info:
+        counts = data.get("counts") or {}
+        return cls(
+            backend=data["backend"],
+            cloud=bool(data["cloud"]),
+            available=bool(data["available"]),
+            reason=data.get("reason", ""),
+            entries=int(counts.get("entries", 0)),
+            users=int(counts.get("users", 0)),
+            sync=data.get("sync") or {},
+            version=str(data.get("version", "")),
+        )
+
+
+@dataclass(frozen=True)
+class SyncStatus:
+    """Mirroring to Honcho: what waits, what failed, and when it last worked."""
+
+    enabled: bool
+    scope: str
+    pending: int
+    failed: int
+    oldest_pending_seconds: float | None
+    last_success: datetime | None
+    last_error: str
+    last_error_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SyncStatus:
+        return cls(
+            enabled=bool(data["enabled"]),
+            scope=data.get("scope", "account"),
+            pending=int(data.get("pending", 0)),
+            failed=int(data.get("failed", 0)),
+            oldest_pending_seconds=data.get("oldest_pending_seconds"),
+            last_success=parse_time(data.get("last_success")),
+            last_error=data.get("last_error") or "",
+            last_error_at=parse_time(data.get("last_error_at")),
+        )
+
+
+@dataclass(frozen=True)
+class EvaluationRun:
+    """A stored evaluation: each backend's grade (`results`, as `manage.py evaluate --json`) and the advice."""
+
+    id: int
+    started: datetime | None
+    finished: datetime | None
+    ops: int
+    recommendation: str
+    requested_by: str | None
+    results: list[dict[str, Any]]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EvaluationRun:
+        return cls(
+            id=int(data["id"]),
+            started=parse_time(data.get("started")),
+            finished=parse_time(data.get("finished")),
+            ops=int(data.get("ops", 0)),
+            recommendation=data.get("recommendation", ""),
+            requested_by=data.get("requested_by"),
+            results=list(data.get("results") or []),
+        )
+
+
+@dataclass(frozen=True)
+class Context:
+    """The prompt-ready block of what an agent should know about a user this turn, and the entries in it.
+
+    `etag` identifies this block: pass the Context back as `previous` and the hub answers 304 (the
+    same object comes back) until a write, an embedding or an expiry would change it.
+    """
+
+    uid: str
+    text: str
+    entries: list[Entry]
+    budget: int | None
+    etag: str | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, uid: str, etag: str | None) -> Context:
+        budget = data.get("budget")
+        return cls(
+            uid=data.get("uid", uid),
+            text=data.get("text") or data.get("block") or "",
+            entries=[Entry.from_json(item) for item in data.get("entries") or []],
+            budget=int(budget) if isinstance(budget, int) else None,
+            etag=etag,
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class PageData(Generic[T]):
+    """One page as the hub sent it; the clients wrap it into Page / AsyncPage, which can fetch the next."""
+
+    items: list[T]
+    count: int
+    count_exact: bool
+    number: int
+    has_next: bool
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, number: int, item: Callable[[dict[str, Any]], T]) -> PageData[T]:
+        return cls(
+            items=[item(row) for row in data.get("results", [])],
+            count=int(data.get("count", 0)),
+            count_exact=bool(data.get("count_exact", True)),
+            number=number,
+            has_next=data.get("next") is not None,
+        )

@@ -1,0 +1,253 @@
+"""MemoryHub (the blocking client) against a real hub: what an agent builder sees from each call."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from live_hub import Hub
+from memoryhub_client import (
+    AuthenticationError,
+    BadRequest,
+    BatchOperation,
+    Conflict,
+    Entry,
+    HubConnectionError,
+    HubTimeout,
+    MemoryHub,
+    NotFound,
+    PayloadTooLarge,
+    PreconditionFailed,
+)
+
+
+def test_a_memory_goes_round_trip_put_get_update_delete(client: MemoryHub, uid: str) -> None:
+    created = client.put(uid, "language", "prefers Python", meta={"source": "chat"})
+    assert (created.value, created.kind, created.meta, created.version) == (
+        "prefers Python",
+        "preference",
+        {"source": "chat"},
+        1,
+    )
+
+    fetched = client.get(uid, "language")
+    assert fetched == created
+    assert fetched.etag == '"1"'
+
+    changed = client.put(uid, "language", "prefers Rust")
+    assert (changed.version, changed.value, changed.meta) == (2, "prefers Rust", {"source": "chat"})
+
+    patched = client.update(uid, "language", kind="fact")
+    assert (patched.version, patched.kind, patched.value) == (3, "fact", "prefers Rust")
+
+    client.delete(uid, "language")
+    with pytest.raises(NotFound):
+        client.get(uid, "language")
+
+
+def test_history_lists_every_change_newest_first_and_restore_brings_a_memory_back(client: MemoryHub, uid: str) -> None:
+    client.put(uid, "editor", "vim")
+    client.put(uid, "editor", "helix")
+    client.delete(uid, "editor")
+
+    events = list(client.history(uid, "editor"))
+    assert [(event.action, event.version) for event in events] == [("delete", 2), ("update", 2), ("create", 1)]
+    assert events[1].value_before == "vim" and events[1].value_after == "helix"
+    assert events[0].actor == "agent"
+
+    restored = client.restore(uid, "editor")
+    assert (restored.value, restored.version) == ("helix", 3)
+    with pytest.raises(Conflict):
+        client.restore(uid, "editor")
+
+
+def test_a_stale_if_match_is_refused_and_changes_nothing(client: MemoryHub, uid: str) -> None:
+    first = client.put(uid, "shell", "bash")
+    current = client.put(uid, "shell", "zsh")
+
+    with pytest.raises(PreconditionFailed) as refused:
+        client.put(uid, "shell", "fish", if_match=first)
+    assert refused.value.status == 412
+    assert "version 2" in refused.value.detail
+    with pytest.raises(PreconditionFailed):
+        client.update(uid, "shell", value="fish", if_match=first.version)
+    with pytest.raises(PreconditionFailed):
+        client.delete(uid, "shell", if_match=first.etag)
+    assert client.get(uid, "shell") == current
+
+    # The current version (as an Entry, a number or the ETag itself) goes through.
+    assert client.put(uid, "shell", "fish", if_match=current).version == 3
+    assert client.update(uid, "shell", kind="tool", if_match=3).version == 4
+    client.delete(uid, "shell", if_match='"4"')
+    with pytest.raises(NotFound):
+        client.get(uid, "shell")
+
+
+def test_create_only_writes_a_new_memory_and_never_overwrites_one(client: MemoryHub, uid: str) -> None:
+    created = client.put(uid, "timezone", "Europe/Paris", create_only=True)
+    assert created.version == 1
+
+    with pytest.raises(PreconditionFailed):
+        client.put(uid, "timezone", "America/New_York", create_only=True)
+    assert client.get(uid, "timezone").value == "Europe/Paris"
+
+
+def test_bad_input_raises_bad_request_with_the_field_errors(client: MemoryHub, uid: str) -> None:
+    with pytest.raises(BadRequest) as refused:
+        client.put(uid, "colour", "blue", kind="k" * 40)
+    assert refused.value.status == 400
+    assert refused.value.errors == {"kind": ["must be 1 to 32 characters; got 40."]}
+    assert "kind" in str(refused.value)
+
+    with pytest.raises(BadRequest) as refused:
+        client.put(uid, "colour", "blue", meta=["not", "an", "object"])  # type: ignore[arg-type]
+    assert set(refused.value.errors) == {"meta"}
+    with pytest.raises(NotFound):
+        client.get(uid, "colour")
+
+
+def test_a_missing_memory_user_or_history_is_not_found(client: MemoryHub, uid: str) -> None:
+    with pytest.raises(NotFound) as missing:
+        client.get(uid, "nothing-here")
+    assert missing.value.status == 404
+    with pytest.raises(NotFound):
+        client.delete(uid, "nothing-here")
+    with pytest.raises(NotFound):
+        list(client.history(uid, "nothing-here"))
+    with pytest.raises(NotFound):
+        client.forget(uid)
+
+
+def test_another_accounts_memories_are_not_found(hub: Hub, client: MemoryHub, uid: str) -> None:
+    client.put(uid, "secret", "the owner's")
+    with MemoryHub(hub.url, hub.stranger_token) as stranger:
+        with pytest.raises(NotFound):
+            stranger.get(uid, "secret")
+        assert list(stranger.entries(uid)) == []
+    assert client.get(uid, "secret").value == "the owner's"
+
+
+def test_an_unknown_token_raises_authentication_error(hub: Hub) -> None:
+    with MemoryHub(hub.url, "not-a-token") as stranger, pytest.raises(AuthenticationError) as refused:
+        stranger.info()
+    assert refused.value.status == 401
+
+
+def test_listing_walks_every_page_newest_first(client: MemoryHub, uid: str) -> None:
+    keys = [f"note-{number}" for number in range(7)]
+    for key in keys:
+        client.put(uid, key, f"value of {key}", kind="fact" if key.endswith(("1", "3")) else None)
+
+    first = client.entries(uid, page_size=3)
+    assert (len(first.items), first.count, first.number, first.has_next) == (3, 7, 1, True)
+    assert [entry.key for entry in first] == list(reversed(keys))
+
+    third = first.next_page().next_page()  # type: ignore[union-attr]
+    assert (third.number, [entry.key for entry in third.items], third.has_next) == (3, ["note-0"], False)
+    assert third.next_page() is None
+
+    assert [entry.key for entry in client.entries(uid, kind="fact", page_size=1)] == ["note-3", "note-1"]
+
+
+def test_search_finds_memories_by_key_or_value_best_match_first(client: MemoryHub, uid: str) -> None:
+    client.put(uid, "language", "writes Rust on weekends")
+    client.put(uid, "rust", "the Rust toolchain is installed")
+    client.put(uid, "editor", "vim")
+
+    found = client.search(uid, "rust")
+    assert {entry.key for entry in found} == {"language", "rust"}
+    assert client.search(uid, "rust", limit=1)[0].key in {"language", "rust"}
+    assert [entry.key for entry in client.entries(uid, q="vim")] == ["editor"]
+
+
+def test_a_key_holding_a_slash_is_stored_through_the_body(client: MemoryHub, uid: str) -> None:
+    stored = client.put(uid, "projects/memoryhub", "the client")
+    assert stored.key == "projects/memoryhub"
+    assert [entry.key for entry in client.entries(uid)] == ["projects/memoryhub"]
+    with pytest.raises(ValueError, match="cannot travel"):
+        client.get(uid, "projects/memoryhub")
+
+
+def test_keys_that_look_like_path_dots_reach_their_own_memory(client: MemoryHub, uid: str) -> None:
+    client.put(uid, "..", "two dots")
+    client.put(uid, "a key?#%", "odd characters")
+    assert client.get(uid, "..").value == "two dots"
+    assert client.get(uid, "a key?#%").value == "odd characters"
+
+
+def test_a_batch_applies_all_its_operations_or_none(client: MemoryHub, uid: str) -> None:
+    client.put(uid, "old", "to be deleted")
+    outcomes = client.batch(
+        uid,
+        [
+            BatchOperation.put("a", "first"),
+            BatchOperation.put("b", "second", kind="fact"),
+            BatchOperation.delete("old"),
+        ],
+    )
+    assert [(outcome.key, outcome.status) for outcome in outcomes] == [
+        ("a", "created"),
+        ("b", "created"),
+        ("old", "deleted"),
+    ]
+    assert isinstance(outcomes[0].entry, Entry) and outcomes[2].entry is None
+
+    with pytest.raises(BadRequest) as refused:
+        client.batch(uid, [BatchOperation.put("c", "fine"), BatchOperation.put("d", "bad", kind="no spaces here")])
+    assert list(refused.value.errors["operations"]) == ["1"]
+    assert "kind" in refused.value.errors["operations"]["1"]
+    with pytest.raises(NotFound):
+        client.get(uid, "c")
+
+
+def test_users_are_listed_and_forgotten(client: MemoryHub, uid: str) -> None:
+    client.put(uid, "one", "1")
+    client.put(uid, "two", "2")
+    summaries = {summary.uid: summary for summary in client.users(search=uid)}
+    assert summaries[uid].entries == 2
+
+    assert client.forget(uid) == 2
+    assert list(client.entries(uid)) == []
+    assert uid not in {summary.uid for summary in client.users(search=uid)}
+
+
+def test_info_sync_status_and_evaluations_describe_the_hub(client: MemoryHub, uid: str) -> None:
+    client.put(uid, "counted", "yes")
+    info = client.info()
+    assert (info.backend, info.cloud, info.available) == ("local", False, True)
+    assert info.entries >= 1 and info.users >= 1
+    assert info.sync == {"enabled": False}
+
+    status = client.sync_status()
+    assert (status.enabled, status.pending, status.failed) == (False, 0, 0)
+
+    # The hub's setup stored one evaluation of the null backend.
+    runs = list(client.evaluations())
+    assert runs and runs[0].results[0]["name"] == "null"
+    assert runs[0].recommendation
+
+
+def test_a_body_above_the_hubs_cap_raises_payload_too_large(client: MemoryHub, uid: str) -> None:
+    with pytest.raises(PayloadTooLarge) as refused:
+        client.put(uid, "huge", "x" * (2 * 1024 * 1024 + 1))
+    assert "2097152" in refused.value.detail
+
+
+def test_a_hub_that_is_not_listening_raises_a_connection_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with (
+        MemoryHub(f"http://127.0.0.1:{port}", "token", max_retries=1, backoff=0.01) as unreachable,
+        pytest.raises(HubConnectionError, match="Cannot reach"),
+    ):
+        unreachable.info()
+
+
+def test_a_hub_that_never_answers_raises_a_timeout() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)  # accepts connections into the backlog and never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with MemoryHub(url, "token", timeout=0.3, max_retries=0) as stuck, pytest.raises(HubTimeout):
+            stuck.info()

@@ -1,0 +1,131 @@
+"""Retries against the hub's real rate limit (a server with MEMORYHUB_RATE_LIMIT=5/second), and the
+retry policy's rules for what the hub cannot be made to answer on demand (503, lost connections)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from live_hub import Hub
+from memoryhub_client import BatchOperation, MemoryHub, RateLimited, _calls, _core
+
+# Far more than the limit of 5 a second: the burst meets a 429 however slow the machine is.
+BURST = 40
+
+
+class Recorder:
+    """What went over the wire: each answer's status and when it arrived, and when each request left."""
+
+    def __init__(self) -> None:
+        self.sent: list[float] = []
+        self.answers: list[tuple[int, float, float | None]] = []
+
+    def on_request(self, request: httpx.Request) -> None:
+        self.sent.append(time.monotonic())
+
+    def on_response(self, response: httpx.Response) -> None:
+        self.answers.append((response.status_code, time.monotonic(), _core.retry_after_seconds(response)))
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(event_hooks={"request": [self.on_request], "response": [self.on_response]})
+
+
+@pytest.fixture
+def throttled(hub: Hub, throttled_hub_url: str) -> Iterator[str]:
+    """The throttled server's URL, with this token's allowance spent: its next request meets a 429."""
+    with MemoryHub(throttled_hub_url, hub.token, max_retries=0) as impatient:
+        for _ in range(BURST):
+            try:
+                impatient.info()
+            except RateLimited:
+                break
+        else:
+            pytest.fail(f"{BURST} requests in a row never met the rate limit")
+    yield throttled_hub_url
+
+
+def test_a_429_without_retries_raises_rate_limited_with_retry_after(hub: Hub, throttled: str) -> None:
+    with MemoryHub(throttled, hub.token, max_retries=0) as impatient, pytest.raises(RateLimited) as refused:
+        impatient.info()
+    assert refused.value.status == 429
+    assert refused.value.retry_after is not None and 0 < refused.value.retry_after <= 1
+
+
+def test_a_429_is_retried_after_the_hubs_retry_after(hub: Hub, throttled: str) -> None:
+    recorder = Recorder()
+    with MemoryHub(throttled, hub.token, max_retries=3, http_client=recorder.client()) as patient:
+        assert patient.info().backend == "local"
+
+    statuses = [status for status, _, _ in recorder.answers]
+    assert statuses[0] == 429 and statuses[-1] == 200
+    # Each retry left no sooner than the Retry-After of the 429 before it.
+    for (status, answered_at, retry_after), next_sent in zip(recorder.answers, recorder.sent[1:], strict=False):
+        assert status == 429 and retry_after is not None
+        assert next_sent - answered_at >= retry_after - 0.01
+
+
+def test_a_write_is_retried_after_a_429_too_since_the_limit_refuses_before_acting(
+    hub: Hub, throttled: str, uid: str
+) -> None:
+    recorder = Recorder()
+    with MemoryHub(throttled, hub.token, max_retries=3, http_client=recorder.client()) as patient:
+        outcomes = patient.batch(uid, [BatchOperation.put("k", "v")])
+    assert [outcome.status for outcome in outcomes] == ["created"]
+    assert recorder.answers[0][0] == 429
+    with MemoryHub(hub.url, hub.token) as unthrottled:
+        assert [event.action for event in unthrottled.history(uid, "k")] == ["create"]
+
+
+def test_a_retry_after_longer_than_the_caller_waits_is_raised_at_once(hub: Hub, throttled: str) -> None:
+    recorder = Recorder()
+    with (
+        MemoryHub(throttled, hub.token, max_retries=3, max_retry_wait=0.05, http_client=recorder.client()) as hurried,
+        pytest.raises(RateLimited),
+    ):
+        hurried.info()
+    assert len(recorder.sent) == 1
+
+
+def _answer(status: int, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.Response(status, headers=headers)
+
+
+SETTINGS = _core.Settings.from_arguments(
+    "http://hub.invalid", "token", timeout=1, max_retries=2, backoff=0.5, max_retry_wait=30
+)
+
+
+def test_a_503_is_retried_only_for_calls_that_are_safe_to_repeat() -> None:
+    read = _calls.entry_get("alice", "language")
+    batch = _calls.entries_batch("alice", [])
+    restore = _calls.entry_restore("alice", "language")
+    assert _core.delay_after_response(SETTINGS, read, 0, _answer(503, {"Retry-After": "2"})) == 2
+    assert _core.delay_after_response(SETTINGS, batch, 0, _answer(503)) is None
+    assert _core.delay_after_response(SETTINGS, restore, 0, _answer(503)) is None
+    assert _core.delay_after_response(SETTINGS, read, 0, _answer(500)) is None
+
+
+def test_backoff_doubles_and_retries_stop_at_the_limit() -> None:
+    read = _calls.entry_get("alice", "language")
+    first = _core.delay_after_response(SETTINGS, read, 0, _answer(503))
+    second = _core.delay_after_response(SETTINGS, read, 1, _answer(503))
+    assert first is not None and 0.5 <= first <= 0.625
+    assert second is not None and 1.0 <= second <= 1.25
+    assert _core.delay_after_response(SETTINGS, read, 2, _answer(503)) is None
+
+
+def test_a_lost_connection_is_retried_only_when_nothing_was_sent_or_the_call_is_safe() -> None:
+    batch = _calls.entries_batch("alice", [])
+    read = _calls.entry_get("alice", "language")
+    assert _core.delay_after_error(SETTINGS, batch, 0, httpx.ConnectError("refused")) is not None
+    assert _core.delay_after_error(SETTINGS, batch, 0, httpx.ReadTimeout("slow")) is None
+    assert _core.delay_after_error(SETTINGS, read, 0, httpx.ReadTimeout("slow")) is not None
+
+
+def test_retry_after_as_an_http_date_is_read_as_seconds_from_now() -> None:
+    in_ten_seconds = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 10))
+    seconds = _core.retry_after_seconds(_answer(429, {"Retry-After": in_ten_seconds}))
+    assert seconds is not None and 8 <= seconds <= 10
+    assert _core.retry_after_seconds(_answer(429, {"Retry-After": "soon"})) is None
