@@ -35,6 +35,7 @@ migrate: $(VENV)/.installed data/secret_key
 	@$(WITH_KEY) $(PY) manage.py migrate --noinput -v0
 
 run: migrate
+	@$(PY) -m memoryhub.preflight $(HOST) $(PORT)
 	@$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
 	@$(WITH_KEY) $(PY) manage.py first_run --url http://$(HOST):$(PORT)
 	@$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT)
@@ -47,6 +48,7 @@ $(CHROMIUM):
 
 # Production: see docs/RELIABILITY.md for the environment (SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, SECURE_*).
 serve: migrate
+	@$(PY) -m memoryhub.preflight $(HOST) $(PORT)
 	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
 	$(WITH_KEY) $(PY) manage.py first_run --url http://$(HOST):$(PORT)
 	$(WITH_KEY) exec $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \

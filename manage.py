@@ -1,16 +1,60 @@
 #!/usr/bin/env python
-"""Django's command-line utility for MemoryHub."""
+"""MemoryHub's command line: Django's manage.py, with the hub's secret key found and its errors in one line.
+
+When SECRET_KEY is not set, the key `make run` keeps in the data folder (data/secret_key, or
+$MEMORYHUB_DATA_DIR/secret_key) is used, so a command works as pasted. A configuration mistake (a bad
+setting, no key, a database that cannot be reached, a data folder that cannot be written) prints one
+line that names the setting and exits with status 2; `-v 2`, `--traceback` or DEBUG=1 show the
+whole traceback instead.
+"""
 
 import os
 import sys
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
 
 
-def main() -> None:
+def _secret_key_from_data_dir() -> None:
+    if os.environ.get("SECRET_KEY"):
+        return
+    key_file = Path(os.environ.get("MEMORYHUB_DATA_DIR") or BASE_DIR / "data") / "secret_key"
+    try:
+        key = key_file.read_text().strip()
+    except OSError:
+        return  # settings say what is missing
+    if key:
+        os.environ["SECRET_KEY"] = key
+
+
+def _wants_traceback(argv: list[str]) -> bool:
+    if os.environ.get("DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    for index, argument in enumerate(argv):
+        if argument == "--traceback" or argument in ("-v2", "-v3", "--verbosity=2", "--verbosity=3"):
+            return True
+        if argument in ("-v", "--verbosity") and argv[index + 1 : index + 2] in (["2"], ["3"]):
+            return True
+    return False
+
+
+def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    _secret_key_from_data_dir()
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from memoryhub.errors import configuration_error
+
+    try:
+        execute_from_command_line(argv)
+    except Exception as error:  # only configuration errors are shortened; the rest re-raise
+        message = configuration_error(error)
+        if message is None or _wants_traceback(argv):
+            raise
+        sys.stderr.write(f"memoryhub: {message}\nmemoryhub: (run again with -v 2 or DEBUG=1 for the traceback)\n")
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))

@@ -40,5 +40,5 @@ def test_staff_run_an_evaluation_and_see_it_in_the_chart_and_on_the_overview(pag
 def test_an_account_that_is_not_staff_sees_runs_but_no_run_button(page: Page, owner, staff) -> None:
     log_in(page, owner, "owner-password-1")
     page.goto("/evaluations/")
-    expect(page.get_by_text("python manage.py evaluate")).to_be_visible()
+    expect(page.get_by_text("./hub evaluate")).to_be_visible()
     expect(page.get_by_role("button", name="Run an evaluation now")).to_have_count(0)

@@ -68,7 +68,7 @@ def test_the_page_asks_an_anonymous_visitor_to_log_in_and_refuses_their_post(db)
 
 def test_with_no_run_the_page_says_how_to_run_one(owner_client):
     page = owner_client.get("/evaluations/").content.decode()
-    assert "No evaluation yet." in page and "python manage.py evaluate" in page
+    assert "No evaluation yet." in page and "./hub evaluate" in page
     assert "Run an evaluation now" not in page and "<svg" not in page
 
 
@@ -198,7 +198,7 @@ def test_every_page_links_to_the_evaluations(owner_client):
 
 
 def test_the_overview_shows_the_latest_evaluations_grade(owner_client):
-    assert "No evaluation yet: run <code>python manage.py evaluate</code>" in owner_client.get("/").content.decode()
+    assert "No evaluation yet: run <code>./hub evaluate</code>" in owner_client.get("/").content.decode()
     stored_run(
         minutes_ago=20, results=[{"name": "local", "score": 60, "grade": "B"}], recommendation="Best: local (60pts, B)"
     )
