@@ -7,14 +7,15 @@ take no owner, say so in their name, and serve staff only.
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
-from memories import search
+from memories import context, search
 from memories.models import MemoryEntry, MemoryEvent, SyncTask
 
 MATCH_RANKED = "ranked"
@@ -55,6 +56,85 @@ def entry_find(
     if kind:
         entries = entries.filter(kind=kind)
     return entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
+
+
+CONTEXT_FIELDS = ("key", "kind", "value", "version", "updated")
+# The context block is read every turn, so its two plain reads are written in SQL: compiling the
+# same statements through the ORM cost more than running them.
+_ENTRIES = MemoryEntry._meta.db_table
+CONTEXT_TOTALS_SQL = f"SELECT count(*), max(updated) FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s"
+CONTEXT_NEWEST_SQL = (
+    f'SELECT "key", kind, value, version, updated, id FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s '
+    'AND length("key") + length(kind) + length(value) <= %s {after}ORDER BY updated DESC, id DESC LIMIT %s'
+)
+CONTEXT_AFTER_SQL = "AND (updated < %s OR (updated = %s AND id < %s)) "
+
+
+def _stored_datetime(value: object) -> datetime | None:
+    """A datetime as the database cursor returns it (SQLite: text) made an aware datetime."""
+    if value is None or isinstance(value, datetime):
+        return value
+    moment = datetime.fromisoformat(str(value))
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
+
+
+def context_block(
+    *, owner: AbstractBaseUser, uid: str, budget: int = context.CONTEXT_DEFAULT_BUDGET, query_text: str = ""
+) -> context.ContextBlock:
+    """The prompt-ready block of uid's memories within budget characters (format: memories.context).
+
+    With query_text, up to CONTEXT_RELEVANT_LIMIT memories found by entry_find (the ranked search)
+    come first; the newest memories fill the rest. Callers check budget and query_text
+    (CONTEXT_MIN_BUDGET to CONTEXT_MAX_BUDGET, at most CONTEXT_QUERY_MAX_LENGTH characters).
+    Two or three queries without query_text (a few more when a large budget reads several chunks),
+    one or two more with it.
+    """
+    with connection.cursor() as cursor:
+        # 1. how many memories the user has and when the newest changed (the header and the ETag)
+        cursor.execute(CONTEXT_TOTALS_SQL, [owner.pk, uid])
+        total, last_updated = cursor.fetchone()
+    builder = context.BlockBuilder(uid=uid, budget=budget, total=total, ranked=bool(query_text))
+    if total and query_text:
+        # 2. the ranked search, as ?q= answers it
+        found = entry_find(owner=owner, uid=uid, query_text=query_text)[: context.CONTEXT_RELEVANT_LIMIT]
+        for row in found.values_list(*CONTEXT_FIELDS):
+            builder.offer(context.Candidate(*row), reason=context.REASON_RELEVANT)
+    # 3. the newest memories, a chunk at a time (each twice the last) until the budget is spent.
+    # Each chunk holds only memories short enough for the room left (an item is never shorter than
+    # its key, kind and value with the item's punctuation), so each one read adds at least one.
+    read, chunk_size, after = 0, context.CONTEXT_SCAN_CHUNK, None
+    while total and not builder.full and read < context.CONTEXT_SCAN_LIMIT:
+        size = min(chunk_size, context.CONTEXT_SCAN_LIMIT - read)
+        params: list[object] = [owner.pk, uid, builder.room - context.ITEM_OVERHEAD]
+        if after is not None:
+            params += [after[0], after[0], after[1]]
+        with connection.cursor() as cursor:
+            cursor.execute(CONTEXT_NEWEST_SQL.format(after=CONTEXT_AFTER_SQL if after else ""), [*params, size])
+            chunk = cursor.fetchall()
+        for key, kind, value, version, updated, _ in chunk:
+            candidate = context.Candidate(key, kind, value, version, _stored_datetime(updated))
+            builder.offer(candidate, reason=context.REASON_RECENT)
+        if len(chunk) < size:
+            break
+        read, chunk_size, after = read + len(chunk), chunk_size * 2, (chunk[-1][4], chunk[-1][5])
+    last_updated = _stored_datetime(last_updated)
+    text = builder.text()
+    return context.ContextBlock(
+        uid=uid,
+        budget=budget,
+        query_text=query_text,
+        text=text,
+        entries=tuple(builder.used),
+        total=total,
+        etag=context.block_etag(
+            text=text,
+            used=builder.used,
+            budget=budget,
+            query_text=query_text,
+            total=total,
+            last_updated=last_updated,
+        ),
+    )
 
 
 def user_list(*, owner: AbstractBaseUser, search: str | None = None) -> QuerySet:

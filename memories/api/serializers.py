@@ -172,3 +172,23 @@ class BatchOutcomeSerializer(serializers.Serializer):
 
 class BatchResultSerializer(serializers.Serializer):
     results = BatchOutcomeSerializer(many=True)
+
+
+class ContextEntrySerializer(serializers.Serializer):
+    key = serializers.CharField()
+    kind = serializers.CharField()
+    version = serializers.IntegerField()
+    updated = serializers.DateTimeField()
+    reason = serializers.ChoiceField(
+        choices=["relevant", "recent"], help_text="relevant: found by the query q; recent: among the newest."
+    )
+
+
+class ContextBlockSerializer(serializers.Serializer):
+    uid = serializers.CharField()
+    budget = serializers.IntegerField(help_text="The most characters text may have.")
+    query = serializers.CharField(source="query_text", allow_blank=True, help_text="The q it was made for.")
+    text = serializers.CharField(allow_blank=True, help_text="The block, ready to put in a prompt (empty when none).")
+    length = serializers.IntegerField(help_text="len(text) in characters; never above budget.")
+    total = serializers.IntegerField(help_text="How many memories the user has; the block shows len(entries).")
+    entries = ContextEntrySerializer(many=True, help_text="The memories the block shows, in its order.")

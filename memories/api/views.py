@@ -7,13 +7,13 @@ account's entries; another account's uid or key answers 404, exactly as a missin
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memories import selectors, services
+from memories import context, selectors, services
 from memories.api.conditional import (
     ETAG_HEADER,
     IF_MATCH_PARAMETER,
@@ -24,6 +24,7 @@ from memories.api.conditional import (
 from memories.api.serializers import (
     BatchResultSerializer,
     BatchSerializer,
+    ContextBlockSerializer,
     EntryCreateSerializer,
     EntrySerializer,
     EntryWriteSerializer,
@@ -81,6 +82,22 @@ class HubViewSet(viewsets.ViewSet):
             check_key(kwargs["key"])
 
 
+CONTEXT_DESCRIPTION = f"""A prompt-ready plain-text block of the memories an agent should see this turn, within
+`budget` characters ({context.CONTEXT_DEFAULT_BUDGET} by default, {context.CONTEXT_MIN_BUDGET} to
+{context.CONTEXT_MAX_BUDGET}), and the entries it shows. With `q`, the memories the ranked search finds
+for it come first (up to {context.CONTEXT_RELEVANT_LIMIT}); the newest fill the rest. A memory that does
+not fit whole is skipped, never cut.
+
+Format ({context.CONTEXT_FORMAT}): a header line `Memories about UID (SHOWN of TOTAL, most relevant first):`
+(or `newest first`), then one item per memory, `- key (kind): value`; a value's further lines are indented
+by two spaces. Every line ends with a newline. No memories, or a budget too small for the header and one
+memory, give an empty text.
+
+The same data, budget and q give the same block. Its ETag changes whenever the block would (a write to
+the user's memories, a changed ranking, an expired memory): send it back in If-None-Match to get 304
+without a body when nothing changed."""
+
+
 @extend_schema(tags=["users"])
 class UserViewSet(HubViewSet):
     lookup_field = "uid"
@@ -105,6 +122,53 @@ class UserViewSet(HubViewSet):
         if not deleted:
             raise Http404
         return Response({"uid": uid, "deleted": deleted})
+
+    @extend_schema(
+        summary="The context block: a user's memories as prompt-ready text within a budget",
+        description=CONTEXT_DESCRIPTION,
+        parameters=[
+            UID_PARAMETER,
+            OpenApiParameter(
+                "budget",
+                int,
+                description=f"The most characters the text may have ({context.CONTEXT_MIN_BUDGET} to "
+                f"{context.CONTEXT_MAX_BUDGET}; default {context.CONTEXT_DEFAULT_BUDGET}).",
+            ),
+            OpenApiParameter(
+                "q",
+                str,
+                description="What this turn is about: memories matching it come first "
+                f"(at most {context.CONTEXT_QUERY_MAX_LENGTH} characters).",
+            ),
+            OpenApiParameter(
+                "If-None-Match",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="The ETag of a block already held: 304 when the block is still the same.",
+            ),
+            OpenApiParameter(
+                "ETag",
+                str,
+                OpenApiParameter.HEADER,
+                response=[200, 304],
+                description="The block's entity tag; it changes whenever the block would.",
+            ),
+        ],
+        responses={200: ContextBlockSerializer, 304: OpenApiResponse(description="The block has not changed.")},
+    )
+    @action(detail=True, methods=["get"], url_path="context", url_name="context")
+    def context_block(self, request: Request, uid: str) -> Response:
+        budget = context.check_budget(request.query_params.get("budget", context.CONTEXT_DEFAULT_BUDGET))
+        query_text = context.check_query_text(request.query_params.get("q", ""))
+        block = selectors.context_block(owner=request.user, uid=uid, budget=budget, query_text=query_text)
+        held = {tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")}
+        if block.etag in held or "*" in held:
+            response = Response(status=status.HTTP_304_NOT_MODIFIED)
+        else:
+            response = Response(ContextBlockSerializer(block).data)
+        response["ETag"] = block.etag
+        return response
 
 
 @extend_schema(tags=["memories"], parameters=[UID_PARAMETER])

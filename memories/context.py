@@ -1,0 +1,198 @@
+"""The context block: the memories an agent should see this turn, as prompt-ready plain text.
+
+The format (documented in the README and the OpenAPI schema; `CONTEXT_FORMAT` names its version):
+
+    Memories about alice (3 of 12, most relevant first):
+    - language (preference): prefers Python
+    - editor (fact): uses vim
+    - address (fact): 12 Long Road
+      Springfield
+
+One header line, then one item per memory: "- key (kind): value". A value's own line breaks are
+kept, each following line indented by two spaces, so every line that starts with "- " starts a
+memory. The header says "most relevant first" when a query ranked the first memories, "newest
+first" otherwise. A user with no memories, or a budget too small for the header and one memory,
+gets an empty block.
+
+Lengths are counted in characters (Python's len, code points), the block's final newline included.
+Memories are taken in order (those most relevant to the query first, then the most recently
+updated) and a memory that does not fit whole is skipped, never cut; a later, shorter one may
+still fit. The same data, budget and query always give the same block.
+"""
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memories.validation import UNSTORABLE_CHARACTERS, InvalidField
+
+CONTEXT_FORMAT = "memoryhub-context/1"
+CONTEXT_DEFAULT_BUDGET = 2200
+CONTEXT_MIN_BUDGET = 1
+CONTEXT_MAX_BUDGET = 20_000
+CONTEXT_QUERY_MAX_LENGTH = 1000
+# How many memories the query may put first; the rest of the budget goes to the newest.
+CONTEXT_RELEVANT_LIMIT = 20
+# The newest memories are read this many first (then twice as many each time), and at most
+# CONTEXT_SCAN_LIMIT of them in all,
+# so a user whose memories are all too long for the budget costs a bounded read.
+CONTEXT_SCAN_CHUNK = 64
+CONTEXT_SCAN_LIMIT = 1024
+ITEM_PREFIX = "- "
+CONTINUATION_INDENT = "  "
+# The characters an item adds around its key, kind and value: "- ", " (", "): " and the newline.
+ITEM_OVERHEAD = len(ITEM_PREFIX) + len(" (") + len("): ") + len("\n")
+
+REASON_RELEVANT = "relevant"
+REASON_RECENT = "recent"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory that may go into the block, as read from the database."""
+
+    key: str
+    kind: str
+    value: str
+    version: int
+    updated: datetime
+
+
+@dataclass(frozen=True)
+class UsedEntry:
+    """A memory the block shows, and why it was chosen (REASON_RELEVANT or REASON_RECENT)."""
+
+    key: str
+    kind: str
+    version: int
+    updated: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    uid: str
+    budget: int
+    query_text: str
+    text: str
+    entries: tuple[UsedEntry, ...]
+    total: int
+    etag: str
+
+    @property
+    def length(self) -> int:
+        return len(self.text)
+
+
+def check_budget(budget: Any) -> int:
+    """The budget as a whole number of characters within the limits, else InvalidField naming them."""
+    limits = f"a whole number of characters from {CONTEXT_MIN_BUDGET} to {CONTEXT_MAX_BUDGET}"
+    if isinstance(budget, str) and budget.isascii() and budget.strip().isdigit():
+        budget = int(budget)
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise InvalidField("budget", f"must be {limits}; got {str(budget)[:40]!r}.")
+    if not CONTEXT_MIN_BUDGET <= budget <= CONTEXT_MAX_BUDGET:
+        raise InvalidField("budget", f"must be {limits}; got {budget}.")
+    return budget
+
+
+def check_query_text(query_text: Any, *, field: str = "q") -> str:
+    if not isinstance(query_text, str):
+        raise InvalidField(field, "must be a string.")
+    if len(query_text) > CONTEXT_QUERY_MAX_LENGTH:
+        raise InvalidField(field, f"must be at most {CONTEXT_QUERY_MAX_LENGTH} characters; got {len(query_text)}.")
+    if UNSTORABLE_CHARACTERS.search(query_text):
+        raise InvalidField(field, "must not contain NUL characters or unpaired surrogates.")
+    return query_text
+
+
+def item_text(candidate: Candidate) -> str:
+    """One memory as the block writes it, with its final newline."""
+    value = candidate.value.replace("\r\n", "\n").replace("\r", "\n")
+    return f"{ITEM_PREFIX}{candidate.key} ({candidate.kind}): " + value.replace("\n", "\n" + CONTINUATION_INDENT) + "\n"
+
+
+def header_text(*, uid: str, shown: int, total: int, ranked: bool) -> str:
+    order = "most relevant first" if ranked else "newest first"
+    return f"Memories about {uid} ({shown} of {total}, {order}):\n"
+
+
+class BlockBuilder:
+    """Fills a block within a budget from candidates offered in order.
+
+    The header's length depends on how many memories it counts, so the builder keeps room for the
+    longest header it could need: the one counting every memory the user has.
+    """
+
+    def __init__(self, *, uid: str, budget: int, total: int, ranked: bool) -> None:
+        self.uid = uid
+        self.total = total
+        self.ranked = ranked
+        longest_header = len(header_text(uid=uid, shown=total, total=total, ranked=ranked))
+        self.room = budget - longest_header
+        self.items: list[str] = []
+        self.used: list[UsedEntry] = []
+        self.keys: set[str] = set()
+
+    @property
+    def full(self) -> bool:
+        """Whether no memory can fit any more (the shortest possible item is 'k (k): ' and a newline)."""
+        return self.room < ITEM_OVERHEAD + 2
+
+    def offer(self, candidate: Candidate, *, reason: str) -> None:
+        if candidate.key in self.keys:
+            return
+        text = item_text(candidate)
+        if len(text) > self.room:
+            return
+        self.room -= len(text)
+        self.items.append(text)
+        self.keys.add(candidate.key)
+        self.used.append(
+            UsedEntry(
+                key=candidate.key,
+                kind=candidate.kind,
+                version=candidate.version,
+                updated=candidate.updated,
+                reason=reason,
+            )
+        )
+
+    def text(self) -> str:
+        if not self.items:
+            return ""
+        ranked = self.ranked and any(entry.reason == REASON_RELEVANT for entry in self.used)
+        return header_text(uid=self.uid, shown=len(self.items), total=self.total, ranked=ranked) + "".join(self.items)
+
+
+def block_etag(
+    *,
+    text: str,
+    used: Iterable[UsedEntry],
+    budget: int,
+    query_text: str,
+    total: int,
+    last_updated: datetime | None,
+) -> str:
+    """A strong entity tag derived from everything the block was made from and the block itself.
+
+    Any write to the user's memories changes their count or last update; an entry that the block
+    shows changes its version; a changed ranking (an embedding finished) or an expired entry
+    changes which entries are used. Each of those changes the tag.
+    """
+    digest = hashlib.sha256()
+    parts: Sequence[str] = (
+        CONTEXT_FORMAT,
+        str(budget),
+        query_text,
+        str(total),
+        last_updated.isoformat() if last_updated else "",
+        *(f"{entry.key}\x1f{entry.version}\x1f{entry.reason}" for entry in used),
+        text,
+    )
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x1e")
+    return f'"{digest.hexdigest()[:32]}"'

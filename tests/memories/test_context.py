@@ -1,0 +1,187 @@
+"""The context block: GET /api/v1/users/{uid}/context and selectors.context_block."""
+
+import string
+
+import pytest
+from django.contrib.auth.models import User
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memories import context, selectors, services
+
+URL = "/api/v1/users/alice/context"
+
+
+def _put(owner: User, key: str, value: str, kind: str = "preference") -> None:
+    services.entry_put(owner=owner, uid="alice", key=key, value=value, kind=kind)
+
+
+def test_the_block_lists_the_newest_memories_under_a_header(owner, owner_api):
+    _put(owner, "language", "prefers Python")
+    _put(owner, "editor", "uses vim", kind="tool")
+
+    body = owner_api.get(URL).json()
+
+    assert body["text"] == (
+        "Memories about alice (2 of 2, newest first):\n- editor (tool): uses vim\n- language (preference): prefers Python\n"
+    )
+    assert [(entry["key"], entry["version"], entry["reason"]) for entry in body["entries"]] == [
+        ("editor", 1, "recent"),
+        ("language", 1, "recent"),
+    ]
+    assert body["budget"] == context.CONTEXT_DEFAULT_BUDGET
+    assert body["length"] == len(body["text"])
+    assert body["total"] == 2
+
+
+def test_memories_matching_q_come_first(owner, owner_api):
+    _put(owner, "language", "prefers Python")
+    _put(owner, "editor", "uses vim")
+    _put(owner, "drink", "coffee, black")
+
+    body = owner_api.get(URL, {"q": "python"}).json()
+
+    assert [entry["key"] for entry in body["entries"]] == ["language", "drink", "editor"]
+    assert [entry["reason"] for entry in body["entries"]] == ["relevant", "recent", "recent"]
+    assert body["text"].startswith("Memories about alice (3 of 3, most relevant first):\n- language (preference):")
+
+
+def test_a_value_on_several_lines_keeps_its_lines_indented(owner, owner_api):
+    _put(owner, "address", "12 Long Road\r\nSpringfield\nUSA")
+
+    text = owner_api.get(URL).json()["text"]
+
+    assert text.splitlines()[1:] == ["- address (preference): 12 Long Road", "  Springfield", "  USA"]
+
+
+def test_a_memory_that_does_not_fit_is_skipped_whole_and_a_shorter_one_still_fits(owner, owner_api):
+    _put(owner, "short", "tea")
+    _put(owner, "long", "x" * 500)
+
+    body = owner_api.get(URL, {"budget": 200}).json()
+
+    assert [entry["key"] for entry in body["entries"]] == ["short"]
+    assert "xxx" not in body["text"]
+    assert body["length"] <= 200
+
+
+def test_a_user_without_memories_gets_an_empty_block(owner_api):
+    body = owner_api.get(URL).json()
+
+    assert body["text"] == ""
+    assert body["entries"] == []
+    assert body["total"] == 0
+
+
+def test_another_accounts_memories_never_appear(owner, stranger_api):
+    _put(owner, "language", "prefers Python")
+
+    body = stranger_api.get(URL, {"q": "python"}).json()
+
+    assert body["text"] == ""
+    assert body["total"] == 0
+
+
+@pytest.mark.parametrize("budget", ["0", "20001", "ten", "-5", "1.5"])
+def test_a_budget_outside_the_limits_is_a_400_naming_the_field_and_limits(owner_api, budget):
+    response = owner_api.get(URL, {"budget": budget})
+
+    assert response.status_code == 400
+    assert "from 1 to 20000" in response.json()["budget"][0]
+
+
+def test_a_query_over_its_limit_is_a_400_naming_q(owner_api):
+    response = owner_api.get(URL, {"q": "x" * 1001})
+
+    assert response.status_code == 400
+    assert "at most 1000 characters" in response.json()["q"][0]
+
+
+def test_no_token_is_a_401(anonymous_api):
+    assert anonymous_api.get(URL).status_code == 401
+
+
+def test_polling_with_the_etag_gets_304_until_a_write_changes_the_block(owner, owner_api):
+    _put(owner, "language", "prefers Python")
+    first = owner_api.get(URL, {"q": "python"})
+    etag = first["ETag"]
+
+    unchanged = owner_api.get(URL, {"q": "python"}, HTTP_IF_NONE_MATCH=etag)
+    assert unchanged.status_code == 304
+    assert unchanged["ETag"] == etag
+    assert not unchanged.content
+
+    _put(owner, "language", "prefers Rust")
+    changed = owner_api.get(URL, {"q": "python"}, HTTP_IF_NONE_MATCH=etag)
+    assert changed.status_code == 200
+    assert changed["ETag"] != etag
+
+
+def test_the_etag_differs_by_budget_and_query_and_follows_a_delete(owner, owner_api):
+    _put(owner, "language", "prefers Python")
+    _put(owner, "editor", "uses vim")
+    tags = {
+        owner_api.get(URL)["ETag"],
+        owner_api.get(URL, {"budget": 100})["ETag"],
+        owner_api.get(URL, {"q": "vim"})["ETag"],
+    }
+    assert len(tags) == 3
+
+    before = owner_api.get(URL)["ETag"]
+    services.entry_delete(owner=owner, uid="alice", key="editor")
+    assert owner_api.get(URL)["ETag"] != before
+
+
+def test_the_same_data_gives_the_same_block_and_etag(owner, owner_api):
+    for number in range(30):
+        _put(owner, f"key-{number}", f"value {number} " * (number % 5 + 1))
+
+    first, second = owner_api.get(URL, {"q": "value 1"}), owner_api.get(URL, {"q": "value 1"})
+
+    assert first.json() == second.json()
+    assert first["ETag"] == second["ETag"]
+
+
+def test_the_block_is_read_in_a_bounded_number_of_queries(owner, django_assert_max_num_queries):
+    for number in range(200):
+        _put(owner, f"key-{number}", f"prefers tea in the morning and coffee in the afternoon ({number})")
+    # 1. count and last update, 2. the FTS probe (SQLite), 3. the ranked search, 4. the newest that
+    # fit, 5. the next newest that fit the room left (none here: the block is done)
+    with django_assert_max_num_queries(5):
+        selectors.context_block(owner=owner, uid="alice", budget=2200, query_text="tea")
+
+
+KEYS = st.text(alphabet=string.ascii_letters + string.digits + "-_:", min_size=1, max_size=40)
+VALUES = st.text(
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), min_size=0, max_size=400
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    memories=st.dictionaries(KEYS, VALUES, max_size=25),
+    budget=st.integers(min_value=context.CONTEXT_MIN_BUDGET, max_value=3000),
+    query_text=st.sampled_from(["", "a", "tea", "ab c"]),
+)
+def test_the_budget_is_always_respected_and_no_memory_is_cut(owner, memories, budget, query_text):
+    services.user_forget(owner=owner, uid="prop")
+    for key, value in memories.items():
+        services.entry_put(owner=owner, uid="prop", key=key, value=value)
+
+    block = selectors.context_block(owner=owner, uid="prop", budget=budget, query_text=query_text)
+
+    assert len(block.text) <= budget
+    assert block.total == len(memories)
+    shown = [entry.key for entry in block.entries]
+    assert len(shown) == len(set(shown))
+    for entry in block.entries:
+        item = context.item_text(
+            context.Candidate(entry.key, entry.kind, memories[entry.key], entry.version, entry.updated)
+        )
+        assert item in block.text, "every memory shown is shown whole"
+    if block.entries:
+        assert block.text.startswith(f"Memories about prop ({len(block.entries)} of {len(memories)}, ")
+    else:
+        assert block.text == ""
+    again = selectors.context_block(owner=owner, uid="prop", budget=budget, query_text=query_text)
+    assert (again.text, again.etag) == (block.text, block.etag)
