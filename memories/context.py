@@ -24,7 +24,6 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from memories.validation import UNSTORABLE_CHARACTERS, InvalidField
 
@@ -86,7 +85,7 @@ class ContextBlock:
         return len(self.text)
 
 
-def check_budget(budget: Any) -> int:
+def check_budget(budget: object) -> int:
     """The budget as a whole number of characters within the limits, else InvalidField naming them."""
     limits = f"a whole number of characters from {CONTEXT_MIN_BUDGET} to {CONTEXT_MAX_BUDGET}"
     if isinstance(budget, str) and budget.isascii() and budget.strip().isdigit():
@@ -98,7 +97,7 @@ def check_budget(budget: Any) -> int:
     return budget
 
 
-def check_query_text(query_text: Any, *, field: str = "q") -> str:
+def check_query_text(query_text: object, *, field: str = "q") -> str:
     if not isinstance(query_text, str):
         raise InvalidField(field, "must be a string.")
     if len(query_text) > CONTEXT_QUERY_MAX_LENGTH:

@@ -23,7 +23,9 @@ def test_the_block_lists_the_newest_memories_under_a_header(owner, owner_api):
     body = owner_api.get(URL).json()
 
     assert body["text"] == (
-        "Memories about alice (2 of 2, newest first):\n- editor (tool): uses vim\n- language (preference): prefers Python\n"
+        "Memories about alice (2 of 2, newest first):\n"
+        "- editor (tool): uses vim\n"
+        "- language (preference): prefers Python\n"
     )
     assert [(entry["key"], entry["version"], entry["reason"]) for entry in body["entries"]] == [
         ("editor", 1, "recent"),
