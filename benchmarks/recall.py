@@ -175,7 +175,7 @@ def rankings_available() -> list[Ranking]:
 FILLER_THINGS = (
     "invoice", "slide deck", "quarterly report", "budget sheet", "contract draft", "parcel", "grant form",
     "lease renewal", "expense claim", "playlist", "birthday card", "recipe", "train ticket", "passport photo",
-    "insurance letter", "tax form", "design review", "sprint plan", "job offer", "warranty claim", "school form",
+    "insurance letter", "tax form", "design review", "sprint plan", "job offer", "warranty claim", "permit form",
     "conference badge", "photo album", "gift list", "meal plan",
 )  # fmt: skip
 FILLER_PROJECTS = ("Atlas", "Juniper", "Orion", "Harbour", "Kestrel", "Maple", "Nimbus", "Quartz", "Saffron", "Tundra")

@@ -254,6 +254,7 @@ def test_report_writes_markdown_where_asked_and_nothing_into_the_tree_by_default
     _json_run(tiny_files, "--report", str(report))
     text = report.read_text(encoding="utf-8")
     assert text.startswith("# Recall")
+    assert f"`manage.py benchmark_recall --sizes {SIZE} --set all --report {report}`" in text
     assert "| shared_words | 3 | 1.000 1.000 1.000 |" in text
     assert _tree_snapshot() == before
 

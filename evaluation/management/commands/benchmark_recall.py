@@ -1,5 +1,4 @@
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +66,8 @@ class Command(BaseCommand):
             progress=lambda message: self.stderr.write(message),
         )
         if report is not None:
-            command = " ".join(["manage.py", "benchmark_recall", *sys.argv[2:]]) if len(sys.argv) > 1 else ""
-            recall_report.report_write(
-                report, recall_report.report_markdown(result, command=command or "manage.py benchmark_recall")
-            )
+            command = f"manage.py benchmark_recall --sizes {sizes} --set {question_set} --report {report}"
+            recall_report.report_write(report, recall_report.report_markdown(result, command=command))
             self.stderr.write(f"Report written to {report}.")
         self.stdout.write(_dumps(result.as_json()) if json else recall_report.report_table(result))
 
