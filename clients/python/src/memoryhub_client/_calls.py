@@ -24,9 +24,6 @@ from memoryhub_client.models import (
     UserSummary,
 )
 
-# The hub's documented bounds, checked here only where a wrong value would be silently changed.
-CONTEXT_MAX_BUDGET = 20_000
-
 Version = int | str | Entry
 
 
@@ -177,13 +174,10 @@ def evaluation_list(*, page: int, page_size: int | None) -> Call[PageData[Evalua
 
 
 def context(uid: str, *, query_text: str | None, budget: int | None, previous: Context | None) -> Call[Context]:
-    if budget is not None and not 1 <= budget <= CONTEXT_MAX_BUDGET:
-        raise ValueError(f"budget must be 1 to {CONTEXT_MAX_BUDGET} characters; got {budget}.")
-
     def parse(response: httpx.Response) -> Context:
         if response.status_code == 304 and previous is not None:
             return previous
-        return Context.from_json(response.json(), uid=uid, etag=response.headers.get("ETag"))
+        return Context.from_json(response.json(), etag=response.headers.get("ETag"))
 
     headers = {"If-None-Match": previous.etag} if previous is not None and previous.etag else {}
     params = {"q": query_text or None, "budget": budget}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -13,6 +13,7 @@ __all__ = [
     "BatchOperation",
     "BatchOutcome",
     "Context",
+    "ContextEntry",
     "Entry",
     "EvaluationRun",
     "Event",
@@ -247,30 +248,56 @@ class EvaluationRun:
 
 
 @dataclass(frozen=True)
-class Context:
-    """The prompt-ready block of what an agent should know about a user this turn, and the entries in it.
+class ContextEntry:
+    """A memory a context block shows, and why: "relevant" (found by q) or "recent" (among the newest)."""
 
-    `etag` identifies this block: pass the Context back as `previous` and the hub answers 304 (the
-    same object comes back) until a write, an embedding or an expiry would change it.
+    key: str
+    kind: str
+    version: int
+    updated: datetime
+    reason: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ContextEntry:
+        return cls(
+            key=data["key"],
+            kind=data["kind"],
+            version=int(data["version"]),
+            updated=_required_time(data["updated"]),
+            reason=data.get("reason", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Context:
+    """The prompt-ready block of what an agent should know about a user this turn, and the memories in it.
+
+    `text` never holds more than `budget` characters nor a memory cut mid-way (format
+    memoryhub-context/1: a header line, then `- key (kind): value` per memory). `total` is how many
+    memories the user has. Pass this Context back as `previous` and the hub answers 304 (this same
+    object comes back) until a write, a new ranking or an expiry would change the block.
     """
 
     uid: str
+    budget: int
+    query: str
     text: str
-    entries: list[Entry]
-    budget: int | None
+    length: int
+    total: int
+    entries: list[ContextEntry]
     etag: str | None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], *, uid: str, etag: str | None) -> Context:
-        budget = data.get("budget")
+    def from_json(cls, data: dict[str, Any], *, etag: str | None) -> Context:
         return cls(
-            uid=data.get("uid", uid),
-            text=data.get("text") or data.get("block") or "",
-            entries=[Entry.from_json(item) for item in data.get("entries") or []],
-            budget=int(budget) if isinstance(budget, int) else None,
+            uid=data["uid"],
+            budget=int(data["budget"]),
+            query=data.get("query", ""),
+            text=data["text"],
+            length=int(data.get("length", len(data["text"]))),
+            total=int(data.get("total", 0)),
+            entries=[ContextEntry.from_json(item) for item in data.get("entries") or []],
             etag=etag,
-            raw=data,
         )
 
 
