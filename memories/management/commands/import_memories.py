@@ -1,9 +1,10 @@
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import connection
 
 from memories import exchange, services
@@ -37,6 +38,41 @@ class ImportReport:
         )
 
 
+class Progress:
+    """Entries done, rate and time left on standard error: a line redrawn on a terminal, else a line per chunk."""
+
+    def __init__(self, total: int, stream: OutputWrapper) -> None:
+        self.total = total
+        self.stream = stream
+        self.started = time.monotonic()
+        self.on_terminal = stream.isatty()
+
+    def line(self, done: int) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        rate = done / elapsed
+        left = (self.total - done) / rate if rate > 0 else 0.0
+        percent = 100 * done / self.total if self.total else 100.0
+        return f"{done:,} of {self.total:,} entries ({percent:.0f}%), {rate:,.0f}/s, {_duration(left)} left"
+
+    def show(self, done: int) -> None:
+        if self.on_terminal:
+            self.stream.write("\r" + self.line(done) + "\x1b[K", ending="")
+        else:
+            self.stream.write(self.line(done))
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.on_terminal:
+            self.stream.write("")
+            self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
 class Command(BaseCommand):
     help = (
         "Read a file written by export_memories and upsert its entries through the services, in "
@@ -48,9 +84,17 @@ class Command(BaseCommand):
         parser.add_argument("--owner", help="Import every entry into this account (a username), whoever held it.")
         parser.add_argument("--dry-run", action="store_true", help="Check and count; write nothing.")
         parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="Entries per transaction.")
+        parser.add_argument("--quiet", action="store_true", help="No progress lines on standard error.")
 
     def handle(
-        self, *args: object, file: str, owner: str | None, dry_run: bool, chunk_size: int, **options: object
+        self,
+        *args: object,
+        file: str,
+        owner: str | None,
+        dry_run: bool,
+        chunk_size: int,
+        quiet: bool = False,
+        **options: object,
     ) -> None:
         if chunk_size < 1:
             raise CommandError("--chunk-size must be at least 1.")
@@ -58,7 +102,7 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"No file at {file}.")
         try:
-            exchange.verify(path)
+            header = exchange.verify(path)
         except exchange.ExportFileError as error:
             raise CommandError(f"{file} was not imported: {error}.") from None
         target = None
@@ -71,7 +115,10 @@ class Command(BaseCommand):
             # touches the entry, history and full-text index pages over and over.
             with connection.cursor() as cursor:
                 cursor.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
-        report = self.import_file(path, target=target, dry_run=dry_run, chunk_size=chunk_size)
+        progress = None if quiet else Progress(header.count, self.stderr)
+        report = self.import_file(path, target=target, dry_run=dry_run, chunk_size=chunk_size, progress=progress)
+        if progress is not None:
+            progress.finish()
         self.stdout.write(report.summary(dry_run=dry_run))
         for line_number, message in report.errors:
             self.stdout.write(f"  line {line_number}: {message}")
@@ -83,7 +130,13 @@ class Command(BaseCommand):
             )
 
     def import_file(
-        self, path: Path, *, target: AbstractBaseUser | None, dry_run: bool, chunk_size: int = DEFAULT_CHUNK_SIZE
+        self,
+        path: Path,
+        *,
+        target: AbstractBaseUser | None,
+        dry_run: bool,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        progress: Progress | None = None,
     ) -> ImportReport:
         """Import every entry line of a verified file, chunk by chunk, into target or each line's owner."""
         report = ImportReport()
@@ -100,8 +153,12 @@ class Command(BaseCommand):
             if len(chunk) >= chunk_size:
                 self._import_chunk(chunk, target=target, accounts=accounts, dry_run=dry_run, report=report)
                 chunk = []
+                if progress is not None:
+                    progress.show(report.lines)
         if chunk:
             self._import_chunk(chunk, target=target, accounts=accounts, dry_run=dry_run, report=report)
+        if progress is not None:
+            progress.show(report.lines)
         return report
 
     def _import_chunk(
