@@ -232,6 +232,28 @@ if MEMORYHUB_HONCHO_SYNC and not (HONCHO_URL or HONCHO_API_KEY):
 MEMORYHUB_SYNC_MAX_ATTEMPTS = envint("MEMORYHUB_SYNC_MAX_ATTEMPTS", 20, minimum=1)
 MEMORYHUB_SYNC_POLL_SECONDS = envfloat("MEMORYHUB_SYNC_POLL_SECONDS", 5.0)
 
+# Semantic recall (memories/embeddings): off, local (a model in the hub's own processes, nothing leaves
+# the machine) or openai (any OpenAI-compatible /v1/embeddings endpoint: entries and queries go there).
+MEMORYHUB_EMBEDDINGS = os.environ.get("MEMORYHUB_EMBEDDINGS", "local").strip().lower()
+if MEMORYHUB_EMBEDDINGS not in ("off", "local", "openai"):
+    raise ImproperlyConfigured(f"MEMORYHUB_EMBEDDINGS must be one of off, local, openai; got {MEMORYHUB_EMBEDDINGS!r}")
+MEMORYHUB_EMBEDDINGS_URL = os.environ.get("MEMORYHUB_EMBEDDINGS_URL", "").strip().rstrip("/")
+MEMORYHUB_EMBEDDINGS_KEY = os.environ.get("MEMORYHUB_EMBEDDINGS_KEY", "").strip()
+MEMORYHUB_EMBEDDINGS_MODEL = os.environ.get("MEMORYHUB_EMBEDDINGS_MODEL", "").strip()
+# Seconds an endpoint may take: the worker's batches wait this long, a search's query much less.
+MEMORYHUB_EMBEDDINGS_TIMEOUT = envfloat("MEMORYHUB_EMBEDDINGS_TIMEOUT", 10.0)
+MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT = envfloat("MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT", 0.5)
+if MEMORYHUB_EMBEDDINGS == "openai":
+    if not MEMORYHUB_EMBEDDINGS_URL.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(
+            "MEMORYHUB_EMBEDDINGS=openai needs MEMORYHUB_EMBEDDINGS_URL, the endpoint's base URL starting with "
+            f"http:// or https:// (e.g. http://127.0.0.1:11434/v1); got {MEMORYHUB_EMBEDDINGS_URL!r}"
+        )
+    if not MEMORYHUB_EMBEDDINGS_MODEL:
+        raise ImproperlyConfigured(
+            "MEMORYHUB_EMBEDDINGS=openai needs MEMORYHUB_EMBEDDINGS_MODEL, the endpoint's model name"
+        )
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
