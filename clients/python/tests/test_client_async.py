@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 from live_hub import Hub
-from memoryhub_client import AsyncMemoryHub, BadRequest, BatchOperation, Conflict, NotFound, PreconditionFailed
+from memoryhub_client import (
+    AsyncMemoryHub,
+    BadRequest,
+    BatchOperation,
+    Conflict,
+    HubConnectionError,
+    HubTimeout,
+    NotFound,
+    PreconditionFailed,
+)
 
 
 def test_a_memory_goes_round_trip_awaited(hub: Hub, uid: str) -> None:
@@ -69,3 +79,21 @@ def test_async_for_walks_every_page_and_concurrent_writes_all_land(hub: Hub, uid
             assert await client.forget(uid) == 9
 
     asyncio.run(scenario())
+
+
+def test_an_unreachable_or_silent_hub_raises_connection_errors_awaited() -> None:
+    async def scenario(closed_url: str, silent_url: str) -> None:
+        async with AsyncMemoryHub(closed_url, "token", max_retries=1, backoff=0.01) as unreachable:
+            with pytest.raises(HubConnectionError, match="Cannot reach"):
+                await unreachable.info()
+        async with AsyncMemoryHub(silent_url, "token", timeout=0.3, max_retries=0) as stuck:
+            with pytest.raises(HubTimeout):
+                await stuck.info()
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)  # connections wait in the backlog, never answered
+        asyncio.run(scenario(f"http://127.0.0.1:{closed_port}", f"http://127.0.0.1:{silent.getsockname()[1]}"))

@@ -142,7 +142,10 @@ def test_listing_walks_every_page_newest_first(client: MemoryHub, uid: str) -> N
     assert (len(first.items), first.count, first.number, first.has_next) == (3, 7, 1, True)
     assert [entry.key for entry in first] == list(reversed(keys))
 
-    third = first.next_page().next_page()  # type: ignore[union-attr]
+    second = first.next_page()
+    assert second is not None and second.number == 2
+    third = second.next_page()
+    assert third is not None
     assert (third.number, [entry.key for entry in third.items], third.has_next) == (3, ["note-0"], False)
     assert third.next_page() is None
 

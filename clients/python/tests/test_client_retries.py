@@ -3,12 +3,13 @@ retry policy's rules for what the hub cannot be made to answer on demand (503, l
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
 import pytest
 from live_hub import Hub
-from memoryhub_client import BatchOperation, MemoryHub, RateLimited, _calls, _core
+from memoryhub_client import AsyncMemoryHub, BatchOperation, MemoryHub, RateLimited, _calls, _core
 
 # Far more than the limit of 5 a second: the burst meets a 429 however slow the machine is.
 BURST = 40
@@ -29,6 +30,15 @@ class Recorder:
 
     def client(self) -> httpx.Client:
         return httpx.Client(event_hooks={"request": [self.on_request], "response": [self.on_response]})
+
+    def async_client(self) -> httpx.AsyncClient:
+        async def on_request(request: httpx.Request) -> None:
+            self.on_request(request)
+
+        async def on_response(response: httpx.Response) -> None:
+            self.on_response(response)
+
+        return httpx.AsyncClient(event_hooks={"request": [on_request], "response": [on_response]})
 
 
 def test_a_429_without_retries_raises_rate_limited_with_retry_after(hub: Hub, throttled_hub_url: str) -> None:
@@ -57,6 +67,22 @@ def test_a_429_is_retried_after_the_hubs_retry_after(hub: Hub, throttled_hub_url
             assert patient.info().backend == "local"
             if any(status == 429 for status, _, _ in recorder.answers):
                 break
+    _assert_each_retry_waited_out_retry_after(recorder)
+
+
+def test_the_async_client_waits_out_retry_after_too(hub: Hub, throttled_hub_url: str) -> None:
+    recorder = Recorder()
+
+    async def calls() -> None:
+        async with AsyncMemoryHub(
+            throttled_hub_url, hub.token, max_retries=3, http_client=recorder.async_client()
+        ) as patient:
+            for _ in range(BURST):
+                assert (await patient.info()).backend == "local"
+                if any(status == 429 for status, _, _ in recorder.answers):
+                    break
+
+    asyncio.run(calls())
     _assert_each_retry_waited_out_retry_after(recorder)
 
 

@@ -146,7 +146,7 @@ def retry_after_seconds(response: httpx.Response) -> float | None:
 
 def backoff_delay(settings: Settings, attempt: int) -> float:
     """Exponential backoff with a little jitter, so that many clients do not retry in step."""
-    delay = min(MAX_BACKOFF, settings.backoff * (2**attempt))
+    delay: float = min(MAX_BACKOFF, settings.backoff * 2.0**attempt)
     return delay * (1 + random.random() * 0.25)
 
 

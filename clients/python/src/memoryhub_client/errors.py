@@ -127,8 +127,9 @@ def error_for_status(status: int, body: object, *, retry_after: float | None = N
 
 def _detail(status: int, body: object) -> str:
     if isinstance(body, dict):
-        if isinstance(body.get("detail"), str):
-            return body["detail"]
+        detail = body.get("detail")
+        if isinstance(detail, str):
+            return detail
         # A field dict: "kind: must be 1 to 32 characters; got 40."
         return "; ".join(f"{field}: {_flatten(messages)}" for field, messages in body.items()) or f"HTTP {status}"
     if isinstance(body, str) and body.strip():
