@@ -48,8 +48,10 @@ class Entry:
     version: int
     created: datetime
     updated: datetime
-    # Set on ranked search results when the hub reports how well each matched.
+    # On search results (?q=), when the hub reports them: the ranking's score (higher is better,
+    # comparable within one query) and the query's terms the entry holds.
     score: float | None = None
+    matched_terms: tuple[str, ...] = ()
 
     @property
     def etag(self) -> str:
@@ -67,7 +69,8 @@ class Entry:
             version=int(data["version"]),
             created=_required_time(data["created"]),
             updated=_required_time(data["updated"]),
-            score=float(score) if isinstance(score, (int, float)) else None,
+            score=float(score) if isinstance(score, int | float) else None,
+            matched_terms=tuple(data.get("matched_terms") or ()),
         )
 
 
