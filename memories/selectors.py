@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from memories import context, search
@@ -76,6 +76,24 @@ def _stored_datetime(value: object) -> datetime | None:
         return value
     moment = datetime.fromisoformat(str(value))
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
+
+
+def entry_trash(*, owner: AbstractBaseUser, uid: str | None = None) -> QuerySet[MemoryEvent]:
+    """This account's deleted memories that can be restored: the deletion event of each (uid, key) whose
+    latest change is a delete (so no live entry has that key), newest deletion first, actors joined.
+
+    uid narrows to one user, forgotten ones included (their uid has no live entry left).
+    """
+    latest = MemoryEvent.objects.filter(owner=owner, uid=OuterRef("uid"), key=OuterRef("key")).order_by("-id")
+    deletions = MemoryEvent.objects.filter(owner=owner, action=MemoryEvent.Action.DELETE)
+    if uid is not None:
+        deletions = deletions.filter(uid=uid)
+    return (
+        deletions.annotate(latest_id=Subquery(latest.values("id")[:1]))
+        .filter(id=F("latest_id"))
+        .select_related("actor")
+        .order_by("-at", "-id")
+    )
 
 
 def context_block(

@@ -10,7 +10,7 @@ app_name = "dashboard"
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", views.LogoutView.as_view(), name="logout"),
     path("users/", views.user_list, name="users"),
     path("user/", views.user_memories, name="user"),
     path("user/forget/", views.user_forget, name="user-forget"),
@@ -18,5 +18,7 @@ urlpatterns = [
     path("memory/new/", views.entry_create, name="entry-create"),
     path("memory/edit/", views.entry_edit, name="entry-edit"),
     path("memory/delete/", views.entry_delete, name="entry-delete"),
+    path("memory/restore/", views.entry_restore, name="entry-restore"),
+    path("trash/", views.trash, name="trash"),
     path("token/", views.api_token, name="token"),
 ]

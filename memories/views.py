@@ -17,6 +17,7 @@ from urllib.parse import quote, urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Page, Paginator
@@ -28,7 +29,7 @@ from django.utils.module_loading import import_string
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
-from memories import accounts, selectors, services
+from memories import accounts, diff, selectors, services
 from memories.backends import hub_status
 from memories.forms import EntryChangeForm, EntryCreateForm, format_meta
 from memories.models import MemoryEvent
@@ -192,7 +193,8 @@ def user_memories(request: HttpRequest) -> HttpResponse:
 
 
 def _history_rows(events: list[MemoryEvent]) -> list[dict]:
-    """Each change as before -> after, naming only the fields that changed."""
+    """Each change naming only the fields that changed: a value changed in place as a diff of its words
+    (folded when long), a value, kind or meta that appeared or went as before -> after."""
     rows = []
     for event in events:
         changes = []
@@ -203,7 +205,10 @@ def _history_rows(events: list[MemoryEvent]) -> list[dict]:
             if field == "meta":
                 before = format_meta(before) if before is not None else None
                 after = format_meta(after) if after is not None else None
-            changes.append({"field": field, "before": before, "after": after})
+            change = {"field": field, "before": before, "after": after, "folded": diff.is_long(before, after)}
+            if before is not None and after is not None:
+                change["runs"] = diff.text_diff(before, after)
+            changes.append(change)
         rows.append({"event": event, "changes": changes})
     return rows
 
@@ -328,6 +333,45 @@ def entry_delete(request: HttpRequest) -> HttpResponse:
     if entry is None:
         raise Http404("No memory has that uid and key.")
     return render(request, "memories/entry_delete.html", {"scope": scope, "entry": entry})
+
+
+@login_required
+@require_http_methods(["POST"])
+def entry_restore(request: HttpRequest) -> HttpResponse:
+    """Bring a deleted memory back from its history (services.entry_restore) and show it."""
+    uid, key = _required(request, "uid"), _required(request, "key")
+    scope = _scope(request)
+    entry_url = page_url("dashboard:entry", scope, uid=uid, key=key)
+    try:
+        entry = services.entry_restore(owner=scope.owner, uid=uid, key=key, actor=request.user)
+    except services.EntryNotFound:
+        raise Http404("No deleted memory has that uid and key.") from None
+    except services.EntryExists:
+        messages.error(request, f"{key} exists already: there is nothing to restore.")
+        return HttpResponseRedirect(entry_url)
+    messages.success(request, f"Restored {key} for {uid} at version {entry.version}.")
+    return HttpResponseRedirect(entry_url)
+
+
+@login_required
+def trash(request: HttpRequest) -> HttpResponse:
+    """The account's deleted memories, newest deletion first, each with its last value and a Restore button.
+
+    ?uid= narrows to one user, also one that was forgotten (no live memory left).
+    """
+    uid = request.GET.get("uid") or None
+    scope = _scope(request)
+    context = {"scope": scope, "uid": uid, "page": _page(selectors.entry_trash(owner=scope.owner, uid=uid), request)}
+    return render(request, "memories/trash.html", context)
+
+
+class LogoutView(auth_views.LogoutView):
+    """Django's logout, then a message on the login page saying it worked."""
+
+    def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        response = super().post(request, *args, **kwargs)
+        messages.info(request, "You are logged out.")
+        return response
 
 
 @login_required

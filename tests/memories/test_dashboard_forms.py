@@ -91,7 +91,7 @@ def test_the_edit_form_changes_the_entry_and_records_the_change(owner_client, ow
     language.refresh_from_db()
     assert (language.value, language.version) == ("prefers Rust", 2)
     history = owner_client.get("/memory/?uid=alice&key=language").content.decode()
-    assert '<pre class="before">prefers Python</pre>' in history and '<pre class="after">prefers Rust</pre>' in history
+    assert '<pre class="diff">prefers <del>Python</del><ins>Rust</ins></pre>' in history
 
 
 def test_an_edit_made_on_a_stale_version_is_refused_and_kept_on_screen(owner_client, owner, language):

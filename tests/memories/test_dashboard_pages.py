@@ -94,7 +94,7 @@ def test_the_entry_page_shows_the_value_pretty_meta_and_history(owner_client, ow
     page = owner_client.get("/memory/?uid=alice&key=editor").content.decode()
     assert '<pre class="value">uses emacs</pre>' in page
     assert "{\n  &quot;source&quot;: &quot;chat&quot;\n}" in page
-    assert '<pre class="before">uses vim</pre>' in page and '<pre class="after">uses emacs</pre>' in page
+    assert '<pre class="diff">uses <del>vim</del><ins>emacs</ins></pre>' in page
     assert page.index("updated") < page.index("created")
 
 
