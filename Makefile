@@ -55,10 +55,11 @@ serve: migrate
 		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --no-control-socket \
 		--forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
 
-# The rules the code keeps: lint and format (config in pyproject.toml).
+# The rules the code keeps: lint, format and types (config in pyproject.toml).
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	SECRET_KEY=lint-only-not-secret $(VENV)/bin/mypy
 
 test: lint $(VENV)/.installed-dev $(CHROMIUM)
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest

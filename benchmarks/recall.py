@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Q
 from django.test.utils import override_settings
@@ -58,7 +58,7 @@ QUESTION_SETS = ("all", Split.TUNE.value, Split.TEST.value)
 MATCH_SEMANTIC = "semantic"
 
 RankResult = list[tuple[str, float | None]]
-RankFunction = Callable[[AbstractBaseUser, str, str, int], RankResult]
+RankFunction = Callable[[User, str, str, int], RankResult]
 Progress = Callable[[str], None]
 
 
@@ -102,7 +102,7 @@ class Ranking:
 # The rankings.
 
 
-def rank_substring(owner: AbstractBaseUser, uid: str, query_text: str, limit: int) -> RankResult:
+def rank_substring(owner: User, uid: str, query_text: str, limit: int) -> RankResult:
     """The reference module's find: entries whose key or value holds query_text (any case), newest first.
 
     Written here from the reference's behaviour, not through the hub's selectors, so it stays the
@@ -125,14 +125,14 @@ def _entry_score(entry: MemoryEntry) -> float | None:
     return None
 
 
-def rank_lexical(owner: AbstractBaseUser, uid: str, query_text: str, limit: int) -> RankResult:
+def rank_lexical(owner: User, uid: str, query_text: str, limit: int) -> RankResult:
     """The hub's `?q=` ranking, through the selector the API calls, so it is measured as users meet it."""
     entries = selectors.entry_find(owner=owner, uid=uid, query_text=query_text)[:limit]
     return [(entry.key, _entry_score(entry)) for entry in entries]
 
 
 def _selector_ranking(match: str) -> RankFunction:
-    def rank(owner: AbstractBaseUser, uid: str, query_text: str, limit: int) -> RankResult:
+    def rank(owner: User, uid: str, query_text: str, limit: int) -> RankResult:
         entries = selectors.entry_find(owner=owner, uid=uid, query_text=query_text, match=match)[:limit]
         return [(entry.key, _entry_score(entry)) for entry in entries]
 
@@ -278,7 +278,7 @@ def _chunks(records: list[services.ImportRecord], size: int) -> Iterator[list[se
         yield records[start : start + size]
 
 
-def recall_sets_load_into(*, owner: AbstractBaseUser, recall_sets: Sequence[RecallSet], per_user: int) -> int:
+def recall_sets_load_into(*, owner: User, recall_sets: Sequence[RecallSet], per_user: int) -> int:
     """Import every person of the sets into owner's entries, each padded to per_user entries; returns the count."""
     now = timezone.now()
     total = 0
@@ -422,7 +422,7 @@ class RankingResult:
         }
 
 
-def _ask(ranking: Ranking, owner: AbstractBaseUser, recall_set: RecallSet, question: Question) -> tuple[Outcome, float]:
+def _ask(ranking: Ranking, owner: User, recall_set: RecallSet, question: Question) -> tuple[Outcome, float]:
     assert ranking.rank is not None
     rank = ranking.rank
     results, seconds = timed(lambda: rank(owner, question.uid, question.text, RESULT_LIMIT))
@@ -435,9 +435,7 @@ def _ask(ranking: Ranking, owner: AbstractBaseUser, recall_set: RecallSet, quest
     return outcome, seconds
 
 
-def ranking_measure(
-    *, ranking: Ranking, owner: AbstractBaseUser, shipped: RecallSet, unseen: RecallSet
-) -> RankingResult:
+def ranking_measure(*, ranking: Ranking, owner: User, shipped: RecallSet, unseen: RecallSet) -> RankingResult:
     """Ask the ranking every question of both sets once (after a warm-up) and score what it returned."""
     result = RankingResult(name=ranking.name, description=ranking.description, unavailable=ranking.unavailable)
     if ranking.unavailable:
@@ -612,7 +610,7 @@ def machine_description() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 
 
-def _bench_account() -> AbstractBaseUser:
+def _bench_account() -> User:
     account, _ = accounts.account_create(username=BENCH_USERNAME_PREFIX + secrets.token_hex(4))
     return account
 

@@ -19,10 +19,10 @@ class ReadOnlyAdminMixin:
 
 class BackendResultInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = BackendResult
-    fields = [
+    fields = (
         "name", "available", "cloud", "put_ok", "get_ok", "find_ok", "put_p50_ms", "get_p50_ms", "find_p50_ms",
         "score", "grade", "reason",
-    ]  # fmt: skip
+    )  # fmt: skip
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -33,7 +33,7 @@ class EvaluationRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["started", "ops", "recommendation", "requested_by"]
     list_select_related = ["requested_by"]
     date_hierarchy = "started"
-    fields = ["started", "finished", "ops", "recommendation", "requested_by"]
+    fields = ("started", "finished", "ops", "recommendation", "requested_by")
     readonly_fields = fields
     inlines = [BackendResultInline]
 

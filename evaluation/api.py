@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, permissions, serializers, status, viewsets
 from rest_framework.request import Request
@@ -11,12 +12,15 @@ from rest_framework.views import APIView
 from evaluation import selectors
 from evaluation.models import EvaluationRun
 from evaluation.services import DEFAULT_OPS, MAX_OPS, EvaluationError, evaluation_run, stored_result_as_json
+from memories.accounts import request_account
 from memories.backends import BACKENDS
 from memoryhub.api import MemoryPagination
 
 
 class EvaluationRunSerializer(serializers.ModelSerializer):
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by: "serializers.SlugRelatedField[User]" = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     results = serializers.SerializerMethodField(
         help_text="One per backend, in the shape of `manage.py evaluate --json`."
     )
@@ -72,9 +76,10 @@ class EvaluationRunViewSet(viewsets.ViewSet):
             report = evaluation_run(
                 backend_names=body.validated_data.get("backends"),
                 ops=body.validated_data["ops"],
-                requested_by=request.user,
+                requested_by=request_account(request),
             )
         except EvaluationError as error:
             raise exceptions.ValidationError({"backends": [str(error)]}) from None
+        assert report.run is not None  # evaluation_run stores the run unless asked not to
         run = selectors.evaluation_run_list().get(pk=report.run.pk)
         return Response(EvaluationRunSerializer(run).data, status=status.HTTP_201_CREATED)

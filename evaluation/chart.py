@@ -184,11 +184,13 @@ def _series(
     """Each backend's points and lines; value(result) is None where the backend has no figure."""
     series = []
     for style in styles:
-        points, lines, stretch = [], [], []
+        points: list[ChartPoint] = []
+        lines: list[str] = []
+        stretch: list[str] = []
         for index, run in enumerate(runs):
             result = next((result for result in run.results.all() if result.name == style.name), None)
             figure = value(result) if result is not None else None
-            if figure is None:
+            if result is None or figure is None:
                 if stretch:
                     lines.append(" ".join(stretch))
                 stretch = []

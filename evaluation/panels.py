@@ -3,14 +3,14 @@
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 
 from evaluation import selectors
 from evaluation.scoring import recommended
 
 
-def latest_evaluation_panel(request: HttpRequest, owner: AbstractBaseUser) -> dict[str, Any]:
+def latest_evaluation_panel(request: HttpRequest, owner: User) -> dict[str, Any]:
     """The newest run's grades and the backend it recommends (one query), or how to run a first one.
 
     Runs are hub-wide, so owner (whose memories the overview shows) does not change the panel.

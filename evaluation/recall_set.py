@@ -165,7 +165,8 @@ def _require(condition: bool, message: str) -> None:
 
 def _string(item: dict[str, Any], field: str, where: str) -> str:
     value = item.get(field)
-    _require(isinstance(value, str) and value.strip() != "", f"{where}: {field} must be a non-empty string")
+    if not isinstance(value, str) or not value.strip():
+        raise RecallSetError(f"{where}: {field} must be a non-empty string")
     return value
 
 

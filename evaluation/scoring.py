@@ -130,11 +130,14 @@ def score_unavailable(*, name: str, cloud: bool, reason: str) -> BackendScore:
 
 
 class Graded(Protocol):
-    """What picking a recommendation reads: a BackendScore, or a stored BackendResult."""
+    """What picking a recommendation reads: a BackendScore, or a stored BackendResult (read only)."""
 
-    name: str
-    available: bool
-    score: int
+    @property
+    def name(self) -> str: ...
+    @property
+    def available(self) -> bool: ...
+    @property
+    def score(self) -> int: ...
 
 
 GradedT = TypeVar("GradedT", bound=Graded)

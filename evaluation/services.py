@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -245,7 +245,7 @@ def evaluation_run(
     backend_names: list[str] | None = None,
     ops: int = DEFAULT_OPS,
     save: bool = True,
-    requested_by: AbstractBaseUser | None = None,
+    requested_by: User | None = None,
     progress: Progress | None = None,
     backend_options: dict[str, dict[str, Any]] | None = None,
 ) -> EvaluationReport:
@@ -294,7 +294,7 @@ def evaluation_run(
     return EvaluationReport(scores=scores, recommendation=recommended, ops=ops, run=run)
 
 
-def tool_evaluate(account: AbstractBaseUser) -> dict[str, Any]:
+def tool_evaluate(account: User) -> dict[str, Any]:
     """The tool's evaluate action: a run with the default backends, replied as the agent-side
     module does ({"results", "recommendation"}), each result carrying the new fields too.
 

@@ -20,6 +20,7 @@ from evaluation import selectors, services
 from evaluation.chart import evaluation_charts, result_latency_ms
 from evaluation.models import BackendResult, EvaluationRun
 from evaluation.scoring import OPERATIONS
+from memories.accounts import request_account
 
 # Runs drawn in the charts (and read from the database), newest first; older ones are in the API and the admin.
 CHART_RUNS = 20
@@ -79,7 +80,7 @@ def _run_now(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise PermissionDenied("Only staff may run an evaluation.")
     try:
-        report = services.evaluation_run(requested_by=request.user)
+        report = services.evaluation_run(requested_by=request_account(request))
     except services.EvaluationError as error:
         messages.error(request, f"The evaluation did not run: {error}")
     else:

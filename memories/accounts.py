@@ -1,9 +1,12 @@
 """Accounts and their API tokens: the one place that creates, rotates and revokes them."""
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.http import HttpRequest
 from rest_framework.authtoken.models import Token
+from rest_framework.request import Request
 
 from memories.models import PROBE_USERNAME
 
@@ -12,7 +15,7 @@ class AccountExists(Exception):
     """An account with that name is there already."""
 
 
-def account_create(*, username: str, staff: bool = False, password: str | None = None) -> tuple[AbstractBaseUser, str]:
+def account_create(*, username: str, staff: bool = False, password: str | None = None) -> tuple[User, str]:
     """Create an account (an agent's or a person's) and its API token; returns both.
 
     Without a password the account cannot log in to the dashboard until one is set
@@ -33,14 +36,26 @@ def account_create(*, username: str, staff: bool = False, password: str | None =
     return account, token.key
 
 
-def token_rotate(*, account: AbstractBaseUser) -> str:
+def request_account(request: HttpRequest | Request) -> User:
+    """The account signed in on a request that its view's permission check let through.
+
+    Every page and endpoint that calls it requires a login or a token, so an anonymous request
+    never gets here; if one did, it is refused rather than served as nobody.
+    """
+    account = request.user
+    if not isinstance(account, User):
+        raise PermissionDenied
+    return account
+
+
+def token_rotate(*, account: User) -> str:
     """Issue a new token for the account; the old one stops working at once."""
     with transaction.atomic():
         Token.objects.filter(user=account).delete()
         return Token.objects.create(user=account).key
 
 
-def token_revoke(*, account: AbstractBaseUser) -> bool:
+def token_revoke(*, account: User) -> bool:
     """Revoke the account's token; True when there was one."""
     deleted, _ = Token.objects.filter(user=account).delete()
     return bool(deleted)
@@ -50,7 +65,7 @@ class ProbeAccountTaken(Exception):
     """An account that people or agents use holds the name reserved for the evaluation's probe."""
 
 
-def probe_account() -> AbstractBaseUser:
+def probe_account() -> User:
     """The reserved account the evaluation writes its probe data under, made on first use.
 
     It cannot log in (inactive, no password, no token), so no one can read or add to its data.

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from memories import outbox, selectors, services
+from memories.accounts import request_account
 from memories.models import MemoryEntry, MemoryEvent, SyncTask
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
@@ -19,13 +20,13 @@ from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_k
 class MetaJSONField(forms.JSONField):
     """The admin's meta box: JSON nested past Python's recursion limit is a field error, not a 500."""
 
-    def to_python(self, value: object) -> object:
+    def to_python(self, value: object) -> Any:  # noqa: ANN401 - forms.JSONField's own: any JSON value
         try:
             return super().to_python(value)
         except RecursionError:
             raise ValidationError(f"must be nested at most {META_MAX_DEPTH} levels deep.", code="invalid") from None
 
-    def bound_data(self, data: object, initial: object) -> object:
+    def bound_data(self, data: object, initial: object) -> Any:  # noqa: ANN401 - forms.JSONField's own
         try:
             return super().bound_data(data, initial)
         except RecursionError:
@@ -40,7 +41,7 @@ class MemoryEntryForm(forms.ModelForm):
         fields = ["owner", "uid", "key", "value", "kind", "meta"]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         if "meta" in cleaned and cleaned["meta"] is None:
             cleaned["meta"] = {}
         checks = {"uid": check_uid, "key": check_key, "value": check_value, "kind": check_kind, "meta": check_meta}
@@ -105,18 +106,18 @@ class MemoryEntryAdmin(admin.ModelAdmin):
             value=obj.value,
             kind=obj.kind,
             meta=obj.meta,
-            actor=request.user,
+            actor=request_account(request),
         )
         # The admin reads obj.pk afterwards to build its message and redirect.
         obj.pk = result.entry.pk
         obj.version = result.entry.version
 
     def delete_model(self, request: HttpRequest, obj: MemoryEntry) -> None:
-        services.entry_delete(owner=obj.owner, uid=obj.uid, key=obj.key, actor=request.user)
+        services.entry_delete(owner=obj.owner, uid=obj.uid, key=obj.key, actor=request_account(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MemoryEntry]) -> None:
         for entry in queryset.select_related("owner"):
-            services.entry_delete(owner=entry.owner, uid=entry.uid, key=entry.key, actor=request.user)
+            services.entry_delete(owner=entry.owner, uid=entry.uid, key=entry.key, actor=request_account(request))
 
 
 @admin.register(MemoryEvent)
@@ -140,7 +141,7 @@ class MemoryEventAdmin(admin.ModelAdmin):
         identities = queryset.filter(action=MemoryEvent.Action.DELETE).select_related("owner")
         for owner, uid, key in {(event.owner, event.uid, event.key) for event in identities}:
             try:
-                services.entry_restore(owner=owner, uid=uid, key=key, actor=request.user)
+                services.entry_restore(owner=owner, uid=uid, key=key, actor=request_account(request))
             except (services.EntryExists, services.EntryNotFound):
                 skipped += 1
             else:

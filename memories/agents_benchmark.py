@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection
 
@@ -19,7 +19,7 @@ CONTEXT_TARGET_SECONDS = 0.005
 BENCHMARK_ACCOUNT = "agents-benchmark"
 
 
-def seed(*, owner: AbstractBaseUser, users: int, entries: int) -> None:
+def seed(*, owner: User, users: int, entries: int) -> None:
     """entries memories for each of users uids, in batches, written through the services."""
     rng = random.Random(7)
     for user in range(users):
@@ -37,7 +37,7 @@ def seed(*, owner: AbstractBaseUser, users: int, entries: int) -> None:
             )
 
 
-def time_context(*, owner: AbstractBaseUser, uid: str, samples: int) -> dict[str, benchmark.Timing]:
+def time_context(*, owner: User, uid: str, samples: int) -> dict[str, benchmark.Timing]:
     calls: dict[str, Callable[[int], object]] = {
         "context, no query": lambda number: selectors.context_block(owner=owner, uid=uid),
         f"context, q={benchmark.COMMON_WORD}": lambda number: selectors.context_block(

@@ -96,7 +96,8 @@ class EntryCreateForm(EntryChangeForm):
         widget=forms.TextInput(attrs={"required": True}),
         help_text="A short name for the memory, e.g. language.",
     )
-    version = None  # a new entry has no version to guard
+    # A new entry has no version to guard: None is Django's way to drop an inherited form field.
+    version = None  # type: ignore[assignment]
 
     def clean_uid(self) -> str:
         return _checked(check_uid, self.cleaned_data["uid"])

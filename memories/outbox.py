@@ -119,7 +119,14 @@ def session_delete_record(
     *, session_id: str, owner_id: int | None, uid: str, key: str, version: int, now: datetime
 ) -> None:
     """Queue the deletion of a Honcho session that no entry holds (one a reconciliation found extra)."""
-    orphan = MemoryEntry(honcho_session_id=session_id, owner_id=owner_id, uid=uid, key=key, version=max(version, 1))
+    # Never saved: it carries the session's fields to tasks_record; an extra session may name no account.
+    orphan = MemoryEntry(
+        honcho_session_id=session_id,
+        owner_id=owner_id,  # type: ignore[misc]
+        uid=uid,
+        key=key,
+        version=max(version, 1),
+    )
     tasks_record([orphan], operation=SyncTask.Operation.DELETE, now=now)
 
 

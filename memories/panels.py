@@ -3,13 +3,13 @@
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 
 from memories import selectors
 
 
-def sync_status_panel(request: HttpRequest, owner: AbstractBaseUser) -> dict[str, Any] | None:
+def sync_status_panel(request: HttpRequest, owner: User) -> dict[str, Any] | None:
     """The account's Honcho sync status (two queries) when sync is on; nothing, and no query, when off."""
     if not settings.MEMORYHUB_HONCHO_SYNC:
         return None

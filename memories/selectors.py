@@ -8,9 +8,10 @@ take no owner, say so in their name, and serve staff only.
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
@@ -23,12 +24,12 @@ MATCH_SUBSTRING = "substring"
 MATCH_MODES = (MATCH_RANKED, MATCH_SUBSTRING)
 
 
-def entry_get(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry | None:
+def entry_get(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
     """The entry (uid, key) of this account, or None."""
     return MemoryEntry.objects.filter(owner=owner, uid=uid, key=key).first()
 
 
-def entry_list(*, owner: AbstractBaseUser, uid: str, kind: str | None = None) -> QuerySet[MemoryEntry]:
+def entry_list(*, owner: User, uid: str, kind: str | None = None) -> QuerySet[MemoryEntry]:
     """One user's entries, newest first (unevaluated: page it)."""
     entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
     if kind:
@@ -38,7 +39,7 @@ def entry_list(*, owner: AbstractBaseUser, uid: str, kind: str | None = None) ->
 
 def entry_find(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     uid: str,
     query_text: str,
     kind: str | None = None,
@@ -97,7 +98,7 @@ def entry_trash(*, owner: AbstractBaseUser, uid: str | None = None) -> QuerySet[
 
 
 def context_block(
-    *, owner: AbstractBaseUser, uid: str, budget: int = context.CONTEXT_DEFAULT_BUDGET, query_text: str = ""
+    *, owner: User, uid: str, budget: int = context.CONTEXT_DEFAULT_BUDGET, query_text: str = ""
 ) -> context.ContextBlock:
     """The prompt-ready block of uid's memories within budget characters (format: memories.context).
 
@@ -155,7 +156,7 @@ def context_block(
     )
 
 
-def user_list(*, owner: AbstractBaseUser, search: str | None = None) -> QuerySet:
+def user_list(*, owner: User, search: str | None = None) -> QuerySet:
     """The account's uids, each with its number of entries and last update, most recent first.
 
     Rows are dicts: {"uid", "entries", "last_updated"}.
@@ -170,22 +171,27 @@ def user_list(*, owner: AbstractBaseUser, search: str | None = None) -> QuerySet
     )
 
 
-def uid_exists(*, owner: AbstractBaseUser, uid: str) -> bool:
+def uid_exists(*, owner: User, uid: str) -> bool:
     return MemoryEntry.objects.filter(owner=owner, uid=uid).exists()
 
 
-def entry_history(*, owner: AbstractBaseUser, uid: str, key: str) -> QuerySet[MemoryEvent]:
+def entry_history(*, owner: User, uid: str, key: str) -> QuerySet[MemoryEvent]:
     """Every recorded change to (uid, key), newest first, including changes to since-deleted entries."""
     return MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).select_related("actor").order_by("-id")
 
 
-def owner_counts(*, owner: AbstractBaseUser) -> dict[str, int]:
+def owner_counts(*, owner: User) -> dict[str, int]:
     """How many entries and distinct uids the account holds."""
     totals = MemoryEntry.objects.filter(owner=owner).aggregate(entries=Count("id"), users=Count("uid", distinct=True))
     return {"entries": totals["entries"], "users": totals["users"]}
 
 
-def kind_counts(*, owner: AbstractBaseUser, uid: str | None = None) -> list[dict]:
+class KindCount(TypedDict):
+    kind: str
+    entries: int
+
+
+def kind_counts(*, owner: User, uid: str | None = None) -> list[KindCount]:
     """The kinds the account uses (of one uid when given), each with its number of entries, most used first.
 
     Rows are dicts: {"kind", "entries"}.
@@ -196,7 +202,7 @@ def kind_counts(*, owner: AbstractBaseUser, uid: str | None = None) -> list[dict
     return list(entries.values("kind").annotate(entries=Count("id")).order_by("-entries", "kind"))
 
 
-def change_count(*, owner: AbstractBaseUser, since: datetime) -> int:
+def change_count(*, owner: User, since: datetime) -> int:
     """How many changes (creations, updates, deletions) the account's entries had since that moment."""
     return MemoryEvent.objects.filter(owner=owner, at__gte=since).count()
 
@@ -244,7 +250,7 @@ class SyncStatus:
     last_error_at: datetime | None
 
 
-def sync_status(*, owner: AbstractBaseUser | None) -> SyncStatus:
+def sync_status(*, owner: User | None) -> SyncStatus:
     """Pending and failed tasks, the age of the oldest pending change, the last push that worked and
     the last error, of owner's entries, or of the whole hub when owner is None (the operator's view).
     Two queries."""
@@ -276,7 +282,7 @@ def sync_status(*, owner: AbstractBaseUser | None) -> SyncStatus:
 EXPORT_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "created", "updated", "version")
 
 
-def entry_export_rows(*, owner: AbstractBaseUser | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
+def entry_export_rows(*, owner: User | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
     """Every entry as a tuple of EXPORT_FIELDS, streamed in (owner, uid, key) order.
 
     For operators' backups (manage.py export_memories): owner=None reads every account's entries,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from memories import selectors, services
 from memories.backends import hub_status
@@ -39,7 +39,7 @@ TOOL_SCHEMA: dict[str, Any] = {
 Reply = dict[str, Any]
 
 # Set by the evaluation app when it is installed: a callable(account) -> {"results", "recommendation"}.
-evaluate_hook: Callable[[AbstractBaseUser], dict[str, Any]] | None = None
+evaluate_hook: Callable[[User], dict[str, Any]] | None = None
 
 
 def _storable(text: str) -> bool:
@@ -55,7 +55,7 @@ def _error(message: str) -> Reply:
     return {"ok": False, "error": message}
 
 
-def _store(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+def _store(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key, value, meta = args.get("key"), args.get("value"), args.get("meta")
     if not key or value is None:
         return _error("key+value required")
@@ -70,7 +70,7 @@ def _store(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "key": key}
 
 
-def _get(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+def _get(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key = args.get("key")
     if not key:
         return _error("key required")
@@ -80,7 +80,7 @@ def _get(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "key": entry.key, "value": entry.value, "type": entry.kind}
 
 
-def _query(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+def _query(account: User, uid: str, args: dict[str, Any]) -> Reply:
     query_text = args.get("query")
     if not query_text:
         return _error("query required")
@@ -93,7 +93,7 @@ def _query(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "results": results, "count": len(results)}
 
 
-def _list(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+def _list(account: User, uid: str, args: dict[str, Any]) -> Reply:
     entries = [
         {"key": key, "type": kind}
         for key, kind in selectors.entry_list(owner=account, uid=uid).values_list("key", "kind")
@@ -101,7 +101,7 @@ def _list(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "entries": entries, "count": len(entries)}
 
 
-def _delete(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+def _delete(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key = args.get("key")
     if not key:
         return _error("key required")
@@ -111,18 +111,18 @@ def _delete(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True}
 
 
-def _info(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+def _info(account: User, uid: str, args: dict[str, Any]) -> Reply:
     status = hub_status()
     return {"ok": True, "backend": status.backend, "cloud": status.cloud, "available": status.available}
 
 
-def _evaluate(account: AbstractBaseUser, uid: str, args: dict[str, Any]) -> Reply:
+def _evaluate(account: User, uid: str, args: dict[str, Any]) -> Reply:
     if evaluate_hook is None:
         return _error("not available")
     return {"ok": True, **evaluate_hook(account)}
 
 
-HANDLERS: dict[str, Callable[[AbstractBaseUser, str, dict[str, Any]], Reply]] = {
+HANDLERS: dict[str, Callable[[User, str, dict[str, Any]], Reply]] = {
     "store": _store,
     "get": _get,
     "query": _query,
@@ -133,7 +133,7 @@ HANDLERS: dict[str, Callable[[AbstractBaseUser, str, dict[str, Any]], Reply]] = 
 }
 
 
-def run_tool(*, account: AbstractBaseUser, arguments: dict[str, Any]) -> Reply:
+def run_tool(*, account: User, arguments: dict[str, Any]) -> Reply:
     """Run one tool call for account and return its JSON reply (never raises on bad arguments)."""
     action = arguments.get("action")
     handler = HANDLERS.get(action) if isinstance(action, str) else None

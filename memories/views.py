@@ -19,8 +19,9 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -57,7 +58,7 @@ EXAMPLE_UID, EXAMPLE_KEY, EXAMPLE_VALUE = "alice", "language", "prefers Python"
 class Scope:
     """Whose memories a page shows."""
 
-    owner: AbstractBaseUser
+    owner: User
     # The ?account= value to carry on every link: empty when the page shows the logged-in account.
     account_param: str
 
@@ -65,7 +66,7 @@ class Scope:
 def _scope(request: HttpRequest) -> Scope:
     name = request.GET.get("account", "")
     if not request.user.is_staff or not name or name == request.user.get_username():
-        return Scope(owner=request.user, account_param="")
+        return Scope(owner=accounts.request_account(request), account_param="")
     account = get_user_model().objects.filter(username=name).first()
     if account is None:
         raise Http404("No account has that name.")
@@ -83,7 +84,7 @@ def _required(request: HttpRequest, name: str) -> str:
     return value
 
 
-def _page(rows, request: HttpRequest) -> Page:  # noqa: ANN001 (a QuerySet of models or of dicts)
+def _page(rows: QuerySet | list, request: HttpRequest) -> Page:  # a QuerySet of models or of dicts
     return Paginator(rows, settings.MEMORYHUB_PAGE_SIZE).get_page(request.GET.get("page"))
 
 
@@ -259,7 +260,7 @@ def entry_create(request: HttpRequest) -> HttpResponse:
                         value=data["value"],
                         kind=data["kind"],
                         meta=data["meta"],
-                        actor=request.user,
+                        actor=accounts.request_account(request),
                     )
                 except InvalidField as error:
                     _add_service_error(form, error)
@@ -292,7 +293,7 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
                     value=data["value"],
                     kind=data["kind"],
                     meta=data["meta"],
-                    actor=request.user,
+                    actor=accounts.request_account(request),
                     expected_version=data["version"],
                 )
             except services.VersionConflict as conflict:
@@ -325,7 +326,7 @@ def entry_delete(request: HttpRequest) -> HttpResponse:
     uid, key = _required(request, "uid"), _required(request, "key")
     scope = _scope(request)
     if request.method == "POST":
-        if services.entry_delete(owner=scope.owner, uid=uid, key=key, actor=request.user) is None:
+        if services.entry_delete(owner=scope.owner, uid=uid, key=key, actor=accounts.request_account(request)) is None:
             raise Http404("No memory has that uid and key.")
         messages.success(request, f"Deleted {key}. Its history stays on its page.")
         return HttpResponseRedirect(page_url("dashboard:user", scope, uid=uid))
@@ -380,7 +381,7 @@ def user_forget(request: HttpRequest) -> HttpResponse:
     uid = _required(request, "uid")
     scope = _scope(request)
     if request.method == "POST":
-        deleted = services.user_forget(owner=scope.owner, uid=uid, actor=request.user)
+        deleted = services.user_forget(owner=scope.owner, uid=uid, actor=accounts.request_account(request))
         if not deleted:
             raise Http404("No memories about that user.")
         messages.success(
@@ -400,14 +401,14 @@ def api_token(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         action = request.POST.get("action")
         if action == "create":
-            accounts.token_rotate(account=request.user)
+            accounts.token_rotate(account=accounts.request_account(request))
             messages.success(request, "A new token is ready; the old one no longer works.")
         elif action == "revoke":
-            if accounts.token_revoke(account=request.user):
+            if accounts.token_revoke(account=accounts.request_account(request)):
                 messages.success(request, "Token revoked: agents using it are refused from now on.")
             else:
                 messages.info(request, "There was no token to revoke.")
         return HttpResponseRedirect(reverse("dashboard:token"))
-    token_key = Token.objects.filter(user=request.user).values_list("key", flat=True).first()
+    token_key = Token.objects.filter(user=accounts.request_account(request)).values_list("key", flat=True).first()
     context = {"token_key": token_key, "info_curl_url": request.build_absolute_uri(reverse("api:info"))}
     return render(request, "memories/token.html", context)

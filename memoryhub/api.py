@@ -53,7 +53,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, InvalidField):
         exc = exceptions.ValidationError({exc.field: [exc.message]})
     elif isinstance(exc, BatchRejected):
-        exc = exceptions.ValidationError({"operations": exc.errors})
+        # JSON keys are text: the operation's index as a string, as the body always showed it.
+        exc = exceptions.ValidationError({"operations": {str(index): errors for index, errors in exc.errors.items()}})
     elif isinstance(exc, EntryNotFound):
         exc = exceptions.NotFound()
     elif isinstance(exc, EntryExists):
@@ -73,12 +74,13 @@ class MemoryPagination(PageNumberPagination):
 
     page_size_query_param = "page_size"
 
+    # Properties, not DRF's plain attributes, so the settings are read per request (and a test's override holds).
     @property
-    def page_size(self) -> int:
+    def page_size(self) -> int:  # type: ignore[override]
         return settings.MEMORYHUB_PAGE_SIZE
 
     @property
-    def max_page_size(self) -> int:
+    def max_page_size(self) -> int:  # type: ignore[override]
         return settings.MEMORYHUB_MAX_PAGE_SIZE
 
 

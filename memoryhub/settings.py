@@ -141,7 +141,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "memoryhub.sqlite3",
+            "NAME": str(DATA_DIR / "memoryhub.sqlite3"),
             "OPTIONS": dict(SQLITE_OPTIONS),
             # Seconds a worker keeps its connection between requests, as for PostgreSQL. Reopening
             # SQLite per request costs the open, the PRAGMAs and, when it was the last connection,

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories import selectors
+from memories.accounts import request_account
 from memories.models import MemoryEntry
 from memories.services import ABSENT_VERSION
 from memoryhub.api import PreconditionFailed
@@ -59,7 +60,7 @@ def if_match_version(request: Request, *, uid: str, key: str) -> int | None:
             return ABSENT_VERSION
         return None
     if header.strip() == "*":
-        entry = selectors.entry_get(owner=request.user, uid=uid, key=key)
+        entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
         if entry is None:
             raise PreconditionFailed("The entry does not exist (If-Match: *).")
         return entry.version
@@ -74,7 +75,7 @@ def if_match_version(request: Request, *, uid: str, key: str) -> int | None:
     if not versions:
         raise PreconditionFailed('If-Match must hold the entry\'s ETag, such as "3".')
     # Several versions: the entry matches whichever it is at, so ask for the current one if listed.
-    entry = selectors.entry_get(owner=request.user, uid=uid, key=key)
+    entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
     if entry is None or entry.version not in versions:
         raise PreconditionFailed(f"The entry is at version {entry.version}." if entry else "The entry does not exist.")
     return entry.version

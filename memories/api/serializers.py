@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from rest_framework import serializers
 
 from memories.models import KEY_MAX_LENGTH, MemoryEntry, MemoryEvent
@@ -74,7 +75,7 @@ class EntryCreateSerializer(EntryWriteSerializer):
 
 
 class EventSerializer(serializers.ModelSerializer):
-    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    actor: "serializers.SlugRelatedField[User]" = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = MemoryEvent
@@ -160,7 +161,12 @@ class BatchOperationSerializer(EntryCreateSerializer):
 class BatchSerializer(serializers.Serializer):
     """Body of POST /users/{uid}/memories/batch: the operations, applied in order, all or none."""
 
-    operations = BatchOperationSerializer(many=True, allow_empty=False, max_length=BATCH_MAX_OPERATIONS)
+    # many=True hands max_length on to the ListSerializer (DRF 3.14+); the stubs only know the child's arguments.
+    operations = BatchOperationSerializer(
+        many=True,
+        allow_empty=False,
+        max_length=BATCH_MAX_OPERATIONS,  # type: ignore[call-arg]
+    )
 
 
 class BatchOutcomeSerializer(serializers.Serializer):

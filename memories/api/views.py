@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories import context, selectors, services
+from memories.accounts import request_account
 from memories.api.conditional import (
     ETAG_HEADER,
     IF_MATCH_PARAMETER,
@@ -62,7 +63,7 @@ def _info_sync(request: Request) -> dict[str, bool | int]:
     """Whether sync is on and, when it is, the account's waiting and failed changes (no query when off)."""
     if not settings.MEMORYHUB_HONCHO_SYNC:
         return {"enabled": False}
-    sync = selectors.sync_status(owner=request.user)
+    sync = selectors.sync_status(owner=request_account(request))
     return {"enabled": True, "pending": sync.pending, "failed": sync.failed}
 
 
@@ -109,7 +110,7 @@ class UserViewSet(HubViewSet):
         responses=UserSummarySerializer(many=True),
     )
     def list(self, request: Request) -> Response:
-        users = selectors.user_list(owner=request.user, search=request.query_params.get("search") or None)
+        users = selectors.user_list(owner=request_account(request), search=request.query_params.get("search") or None)
         return _paginate(self, request, users, UserSummarySerializer)
 
     @extend_schema(
@@ -118,7 +119,7 @@ class UserViewSet(HubViewSet):
         responses=ForgetSerializer,
     )
     def destroy(self, request: Request, uid: str) -> Response:
-        deleted = services.user_forget(owner=request.user, uid=uid, actor=request.user)
+        deleted = services.user_forget(owner=request_account(request), uid=uid, actor=request_account(request))
         if not deleted:
             raise Http404
         return Response({"uid": uid, "deleted": deleted})
@@ -161,7 +162,7 @@ class UserViewSet(HubViewSet):
     def context_block(self, request: Request, uid: str) -> Response:
         budget = context.check_budget(request.query_params.get("budget", context.CONTEXT_DEFAULT_BUDGET))
         query_text = context.check_query_text(request.query_params.get("q", ""))
-        block = selectors.context_block(owner=request.user, uid=uid, budget=budget, query_text=query_text)
+        block = selectors.context_block(owner=request_account(request), uid=uid, budget=budget, query_text=query_text)
         held = {tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")}
         if block.etag in held or "*" in held:
             response = Response(status=status.HTTP_304_NOT_MODIFIED)
@@ -206,9 +207,11 @@ class MemoryViewSet(HubViewSet):
         if match not in selectors.MATCH_MODES:
             raise serializers.ValidationError({"match": [f"must be one of {', '.join(selectors.MATCH_MODES)}."]})
         if query_text:
-            entries = selectors.entry_find(owner=request.user, uid=uid, query_text=query_text, kind=kind, match=match)
+            entries = selectors.entry_find(
+                owner=request_account(request), uid=uid, query_text=query_text, kind=kind, match=match
+            )
         else:
-            entries = selectors.entry_list(owner=request.user, uid=uid, kind=kind)
+            entries = selectors.entry_list(owner=request_account(request), uid=uid, kind=kind)
         return _paginate(self, request, entries, EntrySerializer)
 
     @extend_schema(
@@ -219,11 +222,13 @@ class MemoryViewSet(HubViewSet):
     def create(self, request: Request, uid: str) -> Response:
         body = EntryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.entry_put(owner=request.user, uid=uid, actor=request.user, **body.validated_data)
+        result = services.entry_put(
+            owner=request_account(request), uid=uid, actor=request_account(request), **body.validated_data
+        )
         return _write_response(result)
 
     def _entry(self, request: Request, uid: str, key: str):  # noqa: ANN202
-        entry = selectors.entry_get(owner=request.user, uid=uid, key=key)
+        entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
         if entry is None:
             raise Http404
         return entry
@@ -248,10 +253,10 @@ class MemoryViewSet(HubViewSet):
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
         result = services.entry_put(
-            owner=request.user,
+            owner=request_account(request),
             uid=uid,
             key=key,
-            actor=request.user,
+            actor=request_account(request),
             expected_version=expected_version,
             **body.validated_data,
         )
@@ -268,10 +273,10 @@ class MemoryViewSet(HubViewSet):
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
         result = services.entry_update(
-            owner=request.user,
+            owner=request_account(request),
             uid=uid,
             key=key,
-            actor=request.user,
+            actor=request_account(request),
             expected_version=expected_version,
             **body.validated_data,
         )
@@ -285,7 +290,11 @@ class MemoryViewSet(HubViewSet):
     def destroy(self, request: Request, uid: str, key: str) -> Response:
         expected_version = if_match_version(request, uid=uid, key=key)
         deleted = services.entry_delete(
-            owner=request.user, uid=uid, key=key, actor=request.user, expected_version=expected_version
+            owner=request_account(request),
+            uid=uid,
+            key=key,
+            actor=request_account(request),
+            expected_version=expected_version,
         )
         if deleted is None:
             raise Http404
@@ -301,7 +310,7 @@ class MemoryViewSet(HubViewSet):
     )
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, uid: str, key: str) -> Response:
-        entry = services.entry_restore(owner=request.user, uid=uid, key=key, actor=request.user)
+        entry = services.entry_restore(owner=request_account(request), uid=uid, key=key, actor=request_account(request))
         return with_etag(Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED), entry)
 
     @extend_schema(
@@ -311,7 +320,7 @@ class MemoryViewSet(HubViewSet):
     )
     @action(detail=True, methods=["get"])
     def history(self, request: Request, uid: str, key: str) -> Response:
-        events = selectors.entry_history(owner=request.user, uid=uid, key=key)
+        events = selectors.entry_history(owner=request_account(request), uid=uid, key=key)
         response = _paginate(self, request, events, EventSerializer)
         if response.data["count"] == 0:
             raise Http404
@@ -333,7 +342,9 @@ class MemoryViewSet(HubViewSet):
         body = BatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         operations = [services.BatchOperation(**operation) for operation in body.validated_data["operations"]]
-        outcomes = services.entries_batch(owner=request.user, uid=uid, operations=operations, actor=request.user)
+        outcomes = services.entries_batch(
+            owner=request_account(request), uid=uid, operations=operations, actor=request_account(request)
+        )
         return Response(BatchResultSerializer({"results": outcomes}).data)
 
     def dispatch(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
@@ -357,7 +368,7 @@ class InfoViewSet(HubViewSet):
                 "cloud": backend.cloud,
                 "available": backend.available,
                 "reason": backend.reason,
-                "counts": selectors.owner_counts(owner=request.user),
+                "counts": selectors.owner_counts(owner=request_account(request)),
                 "sync": _info_sync(request),
                 "version": settings.VERSION,
             }
@@ -374,7 +385,7 @@ class SyncStatusViewSet(HubViewSet):
         responses=SyncStatusSerializer,
     )
     def retrieve(self, request: Request) -> Response:
-        status_now = selectors.sync_status(owner=None if request.user.is_staff else request.user)
+        status_now = selectors.sync_status(owner=None if request.user.is_staff else request_account(request))
         return Response(SyncStatusSerializer(status_now).data)
 
 
@@ -406,7 +417,7 @@ class ToolViewSet(HubViewSet):
     )
     def create(self, request: Request) -> Response:
         arguments = request.data if isinstance(request.data, dict) else {}
-        return Response(run_tool(account=request.user, arguments=arguments))
+        return Response(run_tool(account=request_account(request), arguments=arguments))
 
     @extend_schema(summary="The tool's function-calling schema", responses=OpenApiTypes.OBJECT)
     # Not named `schema`: that is the view's OpenAPI generator.

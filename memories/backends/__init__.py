@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils.module_loading import import_string
 
 from memories.backends.base import Availability, BackendError, MemoryBackend
@@ -54,7 +54,7 @@ def backend_class(name: str) -> type[MemoryBackend]:
     return import_string(path)
 
 
-def make_backend(name: str, *, owner: AbstractBaseUser, **options: Any) -> MemoryBackend:
+def make_backend(name: str, *, owner: User, **options: Any) -> MemoryBackend:
     """A backend bound to owner's entries (options go to its constructor: Honcho's max_retries, ...)."""
     return backend_class(name)(owner=owner, **options)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 DEFAULT_FIND_LIMIT = 10
 
@@ -64,7 +64,7 @@ class MemoryBackend(ABC):
     name: str = ""
     is_cloud: bool = False
 
-    def __init__(self, *, owner: AbstractBaseUser) -> None:
+    def __init__(self, *, owner: User) -> None:
         self.owner = owner
 
     @abstractmethod

@@ -34,7 +34,7 @@ import honcho as honcho_sdk
 import httpx
 import pydantic
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from memories.backends.base import DEFAULT_FIND_LIMIT, Availability, BackendEntry, BackendError, MemoryBackend
@@ -294,7 +294,8 @@ class HonchoStore:
         peer = peer_id(record.owner_id, record.uid)
         self._ensure_peer(peer)
         with self._sdk_errors("writing the entry's session"):
-            session = self._client.session(session_id, metadata=record_metadata(record), peers=[peer])
+            peers: list[honcho_sdk.PeerBase | str] = [peer]
+            session = self._client.session(session_id, metadata=record_metadata(record), peers=peers)
         with self._sdk_errors("reading the session's newest message"):
             newest = session.messages(reverse=True, size=1).items
         if newest and newest[0].metadata.get("mh_hash") == record.value_hash:
@@ -319,7 +320,7 @@ class HonchoStore:
 
     def fetch(self, owner_id: int, uid: str, key: str) -> RemoteEntry | None:
         """The record (owner, uid, key) and its session, or None."""
-        filters = {"metadata": {"mh_owner": str(owner_id), "mh_uid": uid, "mh_key": key}}
+        filters: dict[str, object] = {"metadata": {"mh_owner": str(owner_id), "mh_uid": uid, "mh_key": key}}
         with self._sdk_errors("looking up the entry"):
             page = self._client.sessions(filters=filters, size=1)
         for session in page.items:
@@ -394,7 +395,7 @@ class HonchoBackend(MemoryBackend):
     def __init__(
         self,
         *,
-        owner: AbstractBaseUser,
+        owner: User,
         config: HonchoConfig | None = None,
         max_retries: int = 0,
         http_client: httpx.Client | None = None,

@@ -9,7 +9,11 @@ ranked word search, and pg_trgm GIN indexes over key and value so the substring 
 indexed too. Both are computed from the row, so no trigger is needed.
 """
 
+from collections.abc import Callable
+
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 FTS_TABLE = "memories_memoryentry_fts"
 
@@ -66,8 +70,8 @@ POSTGRES_BACKWARD = [
 ]
 
 
-def _run(statements_by_vendor: dict[str, list[str]]):  # noqa: ANN202 - a RunPython callable
-    def run(apps, schema_editor) -> None:  # noqa: ANN001
+def _run(statements_by_vendor: dict[str, list[str]]) -> Callable[[StateApps, BaseDatabaseSchemaEditor], None]:
+    def run(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         for statement in statements_by_vendor.get(schema_editor.connection.vendor, []):
             schema_editor.execute(statement)
 

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import models, transaction
 
 from memories.models import MemoryEntry
@@ -76,10 +76,10 @@ def _batch_operation_errors(operation: BatchOperation) -> dict[str, list[str]]:
 
 def entries_batch(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     uid: str,
     operations: list[BatchOperation],
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
 ) -> list[BatchOutcome]:
     """Apply up to BATCH_MAX_OPERATIONS puts and deletes to one user's entries, all or none.
 
@@ -103,6 +103,7 @@ def entries_batch(
         for index, operation in enumerate(operations):
             try:
                 if operation.op == BatchOp.PUT:
+                    assert operation.value is not None  # _batch_operation_errors refused a put without one
                     result = entry_put(
                         owner=owner,
                         uid=uid,

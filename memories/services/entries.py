@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -40,7 +40,7 @@ class PutResult:
     changed: bool
 
 
-def _locked_entry(*, owner: AbstractBaseUser, uid: str, key: str) -> MemoryEntry | None:
+def _locked_entry(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
     return MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid, key=key).first()
 
 
@@ -52,9 +52,7 @@ def _check_expected(entry: MemoryEntry | None, expected_version: int | None) -> 
         raise VersionConflict(current)
 
 
-def _event(
-    entry: MemoryEntry, *, action: str, actor: AbstractBaseUser | None, before: MemoryEntry | None
-) -> MemoryEvent:
+def _event(entry: MemoryEntry, *, action: str, actor: User | None, before: MemoryEntry | None) -> MemoryEvent:
     after = entry if action != MemoryEvent.Action.DELETE else None
     return MemoryEvent(
         owner_id=entry.owner_id,
@@ -73,7 +71,7 @@ def _event(
     )
 
 
-def sync_outbox_record(*, owner: AbstractBaseUser, entries: Sequence[MemoryEntry], deleted: bool = False) -> None:
+def sync_outbox_record(*, owner: User, entries: Sequence[MemoryEntry], deleted: bool = False) -> None:
     """Queue these entries of `owner` for Honcho: call it in the transaction that changed them.
 
     Every service that creates, changes or deletes entries calls this once, after writing them
@@ -94,11 +92,11 @@ def _snapshot(entry: MemoryEntry) -> MemoryEntry:
 def _apply_change(
     entry: MemoryEntry,
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     value: str | None,
     kind: str | None,
     meta: dict | None,
-    actor: AbstractBaseUser | None,
+    actor: User | None,
 ) -> PutResult:
     before = _snapshot(entry)
     new_value = entry.value if value is None else value
@@ -117,13 +115,13 @@ def _apply_change(
 
 def entry_put(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     uid: str,
     key: str,
     value: str,
     kind: str | None = None,
     meta: dict | None = None,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     expected_version: int | None = None,
 ) -> PutResult:
     """Create the entry (owner, uid, key) or replace its value.
@@ -176,13 +174,13 @@ def entry_put(
 
 def entry_update(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     uid: str,
     key: str,
     value: str | None = None,
     kind: str | None = None,
     meta: dict | None = None,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     expected_version: int | None = None,
 ) -> PutResult:
     """Change some fields of an existing entry; raises EntryNotFound when there is none."""
@@ -194,18 +192,20 @@ def entry_update(
         check_meta(meta)
     with transaction.atomic():
         entry = _locked_entry(owner=owner, uid=uid, key=key)
-        if entry is None and expected_version in (None, ABSENT_VERSION):
-            raise EntryNotFound(f"{uid}/{key}")
+        if entry is None:
+            if expected_version in (None, ABSENT_VERSION):
+                raise EntryNotFound(f"{uid}/{key}")
+            raise VersionConflict(ABSENT_VERSION)
         _check_expected(entry, expected_version)
         return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
 
 
 def entry_delete(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     uid: str,
     key: str,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     expected_version: int | None = None,
 ) -> MemoryEntry | None:
     """Delete the entry and record it in the history; returns the deleted entry, or None if there was none."""
@@ -220,7 +220,7 @@ def entry_delete(
         return entry
 
 
-def user_forget(*, owner: AbstractBaseUser, uid: str, actor: AbstractBaseUser | None = None) -> int:
+def user_forget(*, owner: User, uid: str, actor: User | None = None) -> int:
     """Delete every entry the account holds about uid; the history stays. Returns how many went."""
     with transaction.atomic():
         entries = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid).order_by("pk"))
@@ -234,7 +234,7 @@ def user_forget(*, owner: AbstractBaseUser, uid: str, actor: AbstractBaseUser | 
         return len(entries)
 
 
-def probe_data_clear(*, owner: AbstractBaseUser, uid: str) -> int:
+def probe_data_clear(*, owner: User, uid: str) -> int:
     """Remove every entry and history row of one evaluation run's uid of the reserved probe account.
 
     Probe data is the evaluation's scaffolding, not anyone's memories, so it leaves no history
@@ -253,7 +253,7 @@ class EntryExists(Exception):
     """The entry is there already: there is nothing to restore."""
 
 
-def entry_restore(*, owner: AbstractBaseUser, uid: str, key: str, actor: AbstractBaseUser | None = None) -> MemoryEntry:
+def entry_restore(*, owner: User, uid: str, key: str, actor: User | None = None) -> MemoryEntry:
     """Bring back a deleted entry as it was when it was last deleted.
 
     The restored entry keeps its value, kind, meta and creation time, and its version goes on from

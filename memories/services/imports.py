@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -61,7 +61,7 @@ def _check_import_record(record: ImportRecord) -> None:
         raise InvalidField("version", f"must be a whole number from 1 to {IMPORT_MAX_VERSION}.")
 
 
-def _existing_entries(*, owner: AbstractBaseUser, identities: list[tuple[str, str]], lock: bool) -> dict:
+def _existing_entries(*, owner: User, identities: list[tuple[str, str]], lock: bool) -> dict:
     keys_by_uid: dict[str, list[str]] = {}
     for uid, key in identities:
         keys_by_uid.setdefault(uid, []).append(key)
@@ -110,9 +110,9 @@ def _bulk_insert(table: str, columns: tuple[str, ...], rows: list[tuple]) -> Non
 
 def entries_import(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     records: list[ImportRecord],
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     dry_run: bool = False,
 ) -> ImportCounts:
     """Upsert one chunk of records into the account's entries, in one transaction, with history.

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
@@ -92,7 +92,7 @@ class OverheadReport:
         return "\n".join(lines)
 
 
-def _timed_puts(owner: AbstractBaseUser, uid: str, first: int, count: int) -> list[float]:
+def _timed_puts(owner: User, uid: str, first: int, count: int) -> list[float]:
     samples = []
     for number in range(first, first + count):
         started = time.perf_counter()

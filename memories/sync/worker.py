@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from random import Random
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -226,7 +227,7 @@ def reconcile(store: HonchoStore) -> Reconciliation:
     for entry in entries:
         result.entries += 1
         found = remote.pop(entry.honcho_session_id, None)
-        identity = {
+        identity: dict[str, Any] = {
             "session_id": entry.honcho_session_id,
             "owner_id": entry.owner_id,
             "uid": entry.uid,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from pytest_django.fixtures import Settings
@@ -226,9 +226,7 @@ def test_only_the_chosen_part_of_the_set_is_asked(tiny_files: tuple[Path, Path])
 
 
 @pytest.mark.django_db
-def test_the_throwaway_account_and_its_entries_are_gone_afterwards(
-    tiny_files: tuple[Path, Path], owner: AbstractBaseUser
-) -> None:
+def test_the_throwaway_account_and_its_entries_are_gone_afterwards(tiny_files: tuple[Path, Path], owner: User) -> None:
     _json_run(tiny_files)
     assert not get_user_model().objects.filter(username__startswith=recall.BENCH_USERNAME_PREFIX).exists()
     assert MemoryEntry.objects.count() == 0

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import User
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 # No sandbox (tests run as root in CI), no GPU, and nothing that reaches past 127.0.0.1.
@@ -28,8 +28,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-def open_page(browser: Browser, base_url: str, viewport: dict) -> Page:
+def open_page(browser: Browser, base_url: str, viewport: ViewportSize) -> Page:
     context = browser.new_context(base_url=base_url, viewport=viewport)
     context.set_default_timeout(10_000)
     return context.new_page()

@@ -2,7 +2,7 @@
 
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
 from memories import selectors, services
 from memories.models import MemoryEntry
@@ -110,7 +110,12 @@ def test_a_person_deletes_a_memory_and_forgets_a_user_after_confirming(page: Pag
 def test_a_script_in_a_value_stays_text_and_never_runs(page: Page, owner) -> None:
     services.entry_put(owner=owner, uid="alice", key=SCRIPT, value=SCRIPT, meta={"note": SCRIPT})
     dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def note_and_dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", note_and_dismiss)
     log_in(page, owner, "owner-password-1")
 
     page.goto("/user/?uid=alice")

@@ -27,7 +27,8 @@ def test_staff_run_an_evaluation_and_see_it_in_the_chart_and_on_the_overview(pag
     expect(scores.locator("path.point")).to_have_count(4)
     expect(latencies.locator("path.point")).to_have_count(4)
     expect(scores.locator('g[data-backend="local"] polyline')).to_have_count(1)
-    assert scores.bounding_box()["height"] > 100
+    box = scores.bounding_box()
+    assert box is not None and box["height"] > 100
 
     page.get_by_text("The charts' figures as a table").click()
     expect(page.locator("details.figures tbody tr")).to_have_count(4)

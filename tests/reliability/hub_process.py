@@ -41,6 +41,7 @@ class HubDatabase:
                 return connection.execute(sql).fetchall()
         import psycopg
 
+        assert self.postgres_url is not None
         with psycopg.connect(self.postgres_url) as connection:
             return connection.execute(sql).fetchall()
 

@@ -51,7 +51,7 @@ def _leaks(response) -> bool:
 
 def _api_requests() -> list[tuple[str, str, bool]]:
     """(method, path, names-an-owner's-thing) for every API route and method, reads first."""
-    requests = []
+    requests: list[tuple[str, str, bool]] = []
     for route in all_routes(under="api/v1/"):
         for key in (LIVE_KEY, DELETED_KEY) if "key" in route.parameters else (None,):
             path = route.path({"uid": UID, "key": key or LIVE_KEY})

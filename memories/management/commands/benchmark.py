@@ -12,8 +12,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
@@ -74,6 +76,7 @@ class Results:
                 http_get.per_second >= 1000,
             )
         )
+        assert self.small_query is not None  # measured before the targets are read
         large, small = self.in_process["query common"].p50, self.small_query.p50
         rows.append(
             (
@@ -120,7 +123,7 @@ class Command(BaseCommand):
         parser.add_argument("--http-workers", type=int, default=2, help="gunicorn worker processes (default 2).")
         parser.add_argument("--keep", action="store_true", help="Keep the temporary folder with the database.")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         if connection.vendor != "sqlite":
             raise CommandError("The benchmark's targets are for SQLite: run it without DATABASE_URL.")
         entries, users = options["entries"], options["users"]
@@ -156,7 +159,7 @@ class Command(BaseCommand):
     def progress(self, message: str) -> None:
         self.stderr.write(f"[{time.strftime('%H:%M:%S')}] {message}")
 
-    def run(self, workdir: Path, **options: object) -> Results:
+    def run(self, workdir: Path, **options: Any) -> Results:
         entries, users = options["entries"], options["users"]
         per_user = entries // users
         results = Results(
@@ -229,6 +232,7 @@ class Command(BaseCommand):
         process = subprocess.Popen(
             command, env=self.child_environment(workdir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
+        assert process.stdout is not None  # stdout=PIPE
         output = process.stdout.read()
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
@@ -238,7 +242,9 @@ class Command(BaseCommand):
         self.progress(output.decode().strip())
         return seconds, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
 
-    def time_in_process(self, account, uid: str, per_user: int, samples: int, rng: random.Random):  # noqa: ANN001, ANN201
+    def time_in_process(
+        self, account: User, uid: str, per_user: int, samples: int, rng: random.Random
+    ) -> tuple[dict[str, benchmark.Timing], dict[str, list[str]]]:
         keys = [benchmark.entry_key(rng.randrange(per_user)) for _ in range(samples)]
         calls = {
             "put": lambda number: services.entry_put(
@@ -253,7 +259,8 @@ class Command(BaseCommand):
             ),
             "list page": lambda number: list(selectors.entry_list(owner=account, uid=uid)[: benchmark.PAGE_SIZE]),
         }
-        timings, queries = {}, {}
+        timings: dict[str, benchmark.Timing] = {}
+        queries: dict[str, list[str]] = {}
         for operation, call in calls.items():
             with CaptureQueriesContext(connection) as captured:
                 call(0)
@@ -261,7 +268,9 @@ class Command(BaseCommand):
             timings[operation] = benchmark.time_calls(call, samples)
         return timings, queries
 
-    def time_http(self, workdir: Path, token: str, uid: str, per_user: int, rng: random.Random, **options: object):  # noqa: ANN201
+    def time_http(
+        self, workdir: Path, token: str, uid: str, per_user: int, rng: random.Random, **options: Any
+    ) -> dict[str, benchmark.Timing]:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
@@ -358,6 +367,7 @@ def render_report(results: Results, *, command: str) -> str:
             f"{remote.per_second:,.0f} | {ms(floor.p50)} | {ms(floor.p95)} | {local.p50 / floor.p50:.1f} | "
             f"{remote.p50 / floor.p50:.1f} |"
         )
+    assert results.small_query is not None  # measured before the report is written
     lines += [
         "",
         f"Query for the common word at {results.small_entries:,} entries (in process): "

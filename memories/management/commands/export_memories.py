@@ -1,6 +1,7 @@
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -33,7 +34,7 @@ class Command(BaseCommand):
             header = self.write_file(rows, Path(file))
         self.stderr.write(f"Exported {header.count} entries (sha256 {header.sha256}).")
 
-    def write_file(self, rows, path: Path) -> exchange.ExportHeader:  # noqa: ANN001 - rows: iterator of tuples
+    def write_file(self, rows: Iterable[tuple], path: Path) -> exchange.ExportHeader:
         """Write to a temporary file beside path and rename it, so path is never half-written."""
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")

@@ -2,7 +2,7 @@ import os
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from memories.accounts import account_create
 
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         "(the password from MEMORYHUB_ADMIN_PASSWORD when set). Later runs change nothing."
     )
 
-    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default=os.environ.get("MEMORYHUB_ADMIN_USER", "admin"))
         parser.add_argument(
             "--url", default="http://127.0.0.1:8000", help="Where the hub will answer, for the hint it prints."

@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import connection
 
@@ -133,14 +133,14 @@ class Command(BaseCommand):
         self,
         path: Path,
         *,
-        target: AbstractBaseUser | None,
+        target: User | None,
         dry_run: bool,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         progress: Progress | None = None,
     ) -> ImportReport:
         """Import every entry line of a verified file, chunk by chunk, into target or each line's owner."""
         report = ImportReport()
-        accounts: dict[str, AbstractBaseUser | None] = {}
+        accounts: dict[str, User | None] = {}
         chunk: list[tuple[int, str | None, services.ImportRecord]] = []
         for line_number, line in exchange.entry_lines(path):
             report.lines += 1
@@ -165,12 +165,12 @@ class Command(BaseCommand):
         self,
         chunk: list[tuple[int, str | None, services.ImportRecord]],
         *,
-        target: AbstractBaseUser | None,
-        accounts: dict[str, AbstractBaseUser | None],
+        target: User | None,
+        accounts: dict[str, User | None],
         dry_run: bool,
         report: ImportReport,
     ) -> None:
-        by_owner: dict[int, tuple[AbstractBaseUser, list[int], list[services.ImportRecord]]] = {}
+        by_owner: dict[int, tuple[User, list[int], list[services.ImportRecord]]] = {}
         for line_number, owner_name, record in chunk:
             account = target
             if account is None:

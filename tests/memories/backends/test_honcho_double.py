@@ -65,6 +65,7 @@ def test_pages_have_the_servers_shape_and_bounds():
     reply, _ = double.answer(
         "POST", "/v3/workspaces/w/sessions/list", {"page": "2", "size": "2", "reverse": "true"}, None, None
     )
+    assert isinstance(reply.body, dict)
     assert (reply.status, [item["id"] for item in reply.body["items"]]) == (200, ["s0"])
     assert {name: reply.body[name] for name in ("total", "page", "size", "pages")} == {
         "total": 3,

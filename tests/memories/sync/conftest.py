@@ -4,6 +4,7 @@ a clock the tests move by hand (so backoffs pass without waiting), and sync swit
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from random import Random
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -48,7 +49,7 @@ def make_worker(honcho_double: HonchoDouble, clock: ManualClock) -> Iterator:
     """Workers on the double, each with its own store (as each thread or process would have)."""
     stores: list[HonchoStore] = []
 
-    def make(**options: object) -> SyncWorker:
+    def make(**options: Any) -> SyncWorker:
         store = HonchoStore(double_config(), http_client=honcho_double.http_client())
         stores.append(store)
         options.setdefault("clock", clock)

@@ -1,6 +1,7 @@
 """Two workers draining one outbox at once, each on its own database connection: each task is done once."""
 
 import threading
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -15,7 +16,7 @@ from tests.memories.sync.conftest import waiting
 class RecordingWorker(SyncWorker):
     """A worker that notes every push it makes (and where two workers could collide, gives the other a turn)."""
 
-    def __init__(self, *args: object, pushes: list[tuple[str, str, int]], name: str, **options: object) -> None:
+    def __init__(self, *args: Any, pushes: list[tuple[str, str, int]], name: str, **options: Any) -> None:
         super().__init__(*args, **options)
         self.pushes, self.name = pushes, name
 
