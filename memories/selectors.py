@@ -124,14 +124,16 @@ def context_block(
     read, chunk_size, after = 0, context.CONTEXT_SCAN_CHUNK, None
     while total and not builder.full and read < context.CONTEXT_SCAN_LIMIT:
         size = min(chunk_size, context.CONTEXT_SCAN_LIMIT - read)
-        params: list[object] = [owner.pk, uid, builder.room - context.ITEM_OVERHEAD]
+        params: list[int | str | datetime] = [owner.pk, uid, builder.room - context.ITEM_OVERHEAD]
         if after is not None:
             params += [after[0], after[0], after[1]]
         with connection.cursor() as cursor:
             cursor.execute(CONTEXT_NEWEST_SQL.format(after=CONTEXT_AFTER_SQL if after else ""), [*params, size])
             chunk = cursor.fetchall()
         for key, kind, value, version, updated, _ in chunk:
-            candidate = context.Candidate(key, kind, value, version, _stored_datetime(updated))
+            updated_at = _stored_datetime(updated)
+            assert updated_at is not None  # the column is NOT NULL
+            candidate = context.Candidate(key, kind, value, version, updated_at)
             builder.offer(candidate, reason=context.REASON_RECENT)
         if len(chunk) < size:
             break

@@ -4,8 +4,12 @@ memories.api.urls registers them on the router. Every viewset reads and writes o
 account's entries; another account's uid or key answers 404, exactly as a missing one.
 """
 
+from typing import Any
+
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status, viewsets
@@ -36,6 +40,7 @@ from memories.api.serializers import (
     UserSummarySerializer,
 )
 from memories.backends import hub_status
+from memories.models import MemoryEntry
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
 from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, MemoryPagination
@@ -48,7 +53,9 @@ SEGMENT = r"[^/]+"
 BATCH_KEY = "batch"
 
 
-def _paginate(view: viewsets.ViewSet, request: Request, queryset, serializer_class) -> Response:  # noqa: ANN001
+def _paginate(
+    view: "HubViewSet", request: Request, queryset: QuerySet | list, serializer_class: type[serializers.BaseSerializer]
+) -> Response:
     paginator = view.pagination_class()
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
@@ -227,7 +234,7 @@ class MemoryViewSet(HubViewSet):
         )
         return _write_response(result)
 
-    def _entry(self, request: Request, uid: str, key: str):  # noqa: ANN202
+    def _entry(self, request: Request, uid: str, key: str) -> MemoryEntry:
         entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
         if entry is None:
             raise Http404
@@ -347,7 +354,7 @@ class MemoryViewSet(HubViewSet):
         )
         return Response(BatchResultSerializer({"results": outcomes}).data)
 
-    def dispatch(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         # The batch route comes before the entry's: only POST there means a batch, every other
         # method reaches the entry whose key is "batch", as any other key.
         if self.action_map.get("post") == "batch" and request.method != "POST":
