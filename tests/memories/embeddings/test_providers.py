@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ def local() -> LocalProvider:
 
 
 @pytest.fixture
-def endpoint() -> StandIn:
+def endpoint() -> Iterator[StandIn]:
     stand_in = start_stand_in()
     yield stand_in
     stand_in.stop()
@@ -129,7 +130,6 @@ def test_an_unreachable_endpoint_is_a_retryable_error(endpoint: StandIn) -> None
     with pytest.raises(EmbeddingError, match="cannot be reached") as caught:
         OpenAIProvider(url=url, key="k", model="m", timeout=2).embed(["abc"])
     assert caught.value.retryable is True
-    endpoint.stop = lambda: None  # already stopped
 
 
 @pytest.mark.parametrize(
