@@ -79,7 +79,7 @@ def _stored_datetime(value: object) -> datetime | None:
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
 
 
-def entry_trash(*, owner: AbstractBaseUser, uid: str | None = None) -> QuerySet[MemoryEvent]:
+def entry_trash(*, owner: User, uid: str | None = None) -> QuerySet[MemoryEvent]:
     """This account's deleted memories that can be restored: the deletion event of each (uid, key) whose
     latest change is a delete (so no live entry has that key), newest deletion first, actors joined.
 

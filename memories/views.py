@@ -344,7 +344,7 @@ def entry_restore(request: HttpRequest) -> HttpResponse:
     scope = _scope(request)
     entry_url = page_url("dashboard:entry", scope, uid=uid, key=key)
     try:
-        entry = services.entry_restore(owner=scope.owner, uid=uid, key=key, actor=request.user)
+        entry = services.entry_restore(owner=scope.owner, uid=uid, key=key, actor=accounts.request_account(request))
     except services.EntryNotFound:
         raise Http404("No deleted memory has that uid and key.") from None
     except services.EntryExists:
