@@ -25,6 +25,9 @@ PAGES = [
     ("user", "/user/?uid=alice"),
     ("entry", "/memory/?uid=alice&key=editor"),
     ("token", "/token/"),
+    ("trash", "/trash/"),
+    ("deleted-entry", "/memory/?uid=alice&key=old-laptop"),
+    ("not-found", "/no-such-page/"),
     ("evaluations", "/evaluations/"),
 ]
 
@@ -47,6 +50,11 @@ def sample_memories(owner):
     services.entry_put(owner=owner, uid="alice", key="timezone", value="Europe/Lisbon", kind="fact")
     services.entry_put(owner=owner, uid="discord:1234", key="tone", value="answers in French")
     services.entry_put(owner=owner, uid="bob", key="project", value="maintains the billing service", kind="fact")
+    services.entry_put(owner=owner, uid="alice", key="old-laptop", value="works on a 2019 ThinkPad X1", kind="fact")
+    services.entry_put(owner=owner, uid="alice", key="old-laptop", value="works on a 2023 Framework 13", kind="fact")
+    services.entry_delete(owner=owner, uid="alice", key="old-laptop")
+    services.entry_put(owner=owner, uid="carol", key="diet", value="is vegetarian, no mushrooms", kind="fact")
+    services.user_forget(owner=owner, uid="carol")
 
 
 @pytest.fixture
