@@ -30,6 +30,8 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 from django.conf import settings
@@ -41,7 +43,7 @@ from django.utils import timezone
 
 from benchmarks.timing import Samples, timed
 from evaluation.recall_set import Category, Memory, Question, RecallSet, Split
-from memories import accounts, selectors, services
+from memories import accounts, search, selectors, services
 from memories.models import MemoryEntry
 
 DEFAULT_SIZES = (100, 10_000)
@@ -143,6 +145,64 @@ def embeddings_mode() -> str:
     return str(getattr(settings, "MEMORYHUB_EMBEDDINGS", "off") or "off")
 
 
+# The hub's parts that semantic and hybrid need, looked up when measured: a hub without them still
+# runs this benchmark, and reports those rankings as not available.
+VECTOR_SEARCH_MODULE = "memories.search.vectors"
+EMBEDDING_STORE_MODULE = "memories.embeddings.store"
+
+
+def _hub_module(name: str) -> ModuleType | None:
+    try:
+        return import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name != name:
+            raise
+        return None
+
+
+def _semantic_search() -> Callable[..., list[tuple[int, float]]] | None:
+    """The hub's vector search (semantic_ranked of VECTOR_SEARCH_MODULE), or None where it has none."""
+    module = _hub_module(VECTOR_SEARCH_MODULE)
+    return getattr(module, "semantic_ranked", None)
+
+
+def rank_semantic(owner: User, uid: str, query_text: str, limit: int) -> RankResult:
+    """The user's entries nearest the query by meaning: the query embedded, as a request embeds it, then cosine."""
+    from memories.embeddings.base import get_provider
+
+    provider, search_vectors = get_provider(), _semantic_search()
+    assert provider is not None and search_vectors is not None
+    (query_vector,) = provider.embed(
+        [query_text], timeout=getattr(settings, "MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT", None)
+    )
+    nearest = search_vectors(owner=owner, uid=uid, model=provider.name, query_vector=query_vector, limit=limit)
+    keys = dict(
+        MemoryEntry.objects.filter(owner=owner, uid=uid, id__in=[entry_id for entry_id, _ in nearest]).values_list(
+            "id", "key"
+        )
+    )
+    return [(keys[entry_id], similarity) for entry_id, similarity in nearest if entry_id in keys]
+
+
+def _hub_fuses() -> bool:
+    """Whether the hub's ?q= fuses lexical and semantic results (memories.search.hybrid_ranked)."""
+    return hasattr(search, "hybrid_ranked")
+
+
+def embeddings_catch_up(progress: Progress) -> int:
+    """Embed every pending entry, as `manage.py work --once` would; the number embedded (0 when off)."""
+    if embeddings_mode() == "off":
+        return 0
+    process_pending = getattr(_hub_module(EMBEDDING_STORE_MODULE), "embeddings_process_pending", None)
+    if process_pending is None:
+        return 0
+    embedded = 0
+    while stored := process_pending():
+        embedded += stored
+    progress(f"embedded {embedded:,} entries")
+    return embedded
+
+
 def rankings_available() -> list[Ranking]:
     """The four rankings, each with its rank function, or with why it cannot be measured on this hub.
 
@@ -165,7 +225,7 @@ def rankings_available() -> list[Ranking]:
             overrides={} if mode == "off" else {"MEMORYHUB_EMBEDDINGS": "off"},
         ),
     ]
-    semantic = "vector similarity over the user's embedded entries (selectors.entry_find, match=semantic)"
+    semantic = "cosine similarity of the query's embedding to the user's entries' (memories.search.vectors)"
     hybrid = "the hub's ?q= ranking with embeddings on: lexical and semantic results fused"
     if mode == "off":
         unavailable = f"MEMORYHUB_EMBEDDINGS={mode}"
@@ -174,13 +234,19 @@ def rankings_available() -> list[Ranking]:
             Ranking(name="hybrid", description=hybrid, unavailable=unavailable),
         ]
         return rankings
-    if MATCH_SEMANTIC in selectors.MATCH_MODES:
-        rankings.append(Ranking(name="semantic", description=semantic, rank=_selector_ranking(MATCH_SEMANTIC)))
+    if _semantic_search() is not None:
+        cutoff = getattr(_hub_module(VECTOR_SEARCH_MODULE), "MIN_SIMILARITY", None)
+        rankings.append(Ranking(name="semantic", description=semantic, rank=rank_semantic, cutoff=cutoff))
+    else:
+        rankings.append(Ranking(name="semantic", description=semantic, unavailable="the hub has no vector search yet"))
+    if _hub_fuses():
+        rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical))
     else:
         rankings.append(
-            Ranking(name="semantic", description=semantic, unavailable="the hub has no semantic-only ranking")
+            Ranking(
+                name="hybrid", description=hybrid, unavailable="the hub's ?q= does not fuse lexical and semantic yet"
+            )
         )
-    rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical))
     return rankings
 
 
@@ -467,6 +533,8 @@ class SizeResult:
     entries: int
     load_seconds: float
     rankings: list[RankingResult]
+    embedded: int = 0
+    embed_seconds: float = 0.0
 
     def ranking(self, name: str) -> RankingResult | None:
         return next((ranking for ranking in self.rankings if ranking.name == name), None)
@@ -477,6 +545,8 @@ class SizeResult:
             "users": self.users,
             "entries": self.entries,
             "load_seconds": round(self.load_seconds, 2),
+            "embedded": self.embedded,
+            "embed_seconds": round(self.embed_seconds, 2),
             "rankings": [ranking.as_json() for ranking in self.rankings],
         }
 
@@ -651,13 +721,22 @@ def recall_benchmark_run(
                 recall_sets_load_into, owner=owner, recall_sets=[shipped, unseen], per_user=per_user
             )
             entries, load_seconds = timed(load)
+            embedded, embed_seconds = timed(functools.partial(embeddings_catch_up, say))
             results = []
             for ranking in chosen:
                 if not ranking.unavailable:
                     say(f"{per_user:,} per user: asking {ranking.name}")
                 results.append(ranking_measure(ranking=ranking, owner=owner, shipped=measured, unseen=unseen))
             report.sizes.append(
-                SizeResult(per_user=per_user, users=users, entries=entries, load_seconds=load_seconds, rankings=results)
+                SizeResult(
+                    per_user=per_user,
+                    users=users,
+                    entries=entries,
+                    load_seconds=load_seconds,
+                    rankings=results,
+                    embedded=embedded,
+                    embed_seconds=embed_seconds,
+                )
             )
         finally:
             owner.delete()

@@ -52,9 +52,10 @@ def size_rows(size: SizeResult) -> tuple[list[str], list[list[str]], list[str]]:
 
 
 def _size_title(report: RecallReport, size: SizeResult) -> str:
+    embedded = f", {size.embedded:,} embedded in {size.embed_seconds:.1f} s" if size.embedded else ""
     return (
         f"{size.per_user:,} entries per user: {size.users} users, {size.entries:,} entries, "
-        f"loaded in {size.load_seconds:.1f} s"
+        f"loaded in {size.load_seconds:.1f} s{embedded}"
     )
 
 
