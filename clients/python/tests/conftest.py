@@ -46,7 +46,13 @@ def hub(hub_database: dict[str, str], throttled_hub_url: str) -> Iterator[Hub]:
         if completed.returncode != 0:
             raise RuntimeError(f"setting up the hub failed:\n{completed.stderr}")
         tokens = json.loads(completed.stdout.strip().splitlines()[-1])
-        yield Hub(url=url, token=tokens["agent"], stranger_token=tokens["stranger"], environment=hub_database)
+        yield Hub(
+            url=url,
+            token=tokens["agent"],
+            stranger_token=tokens["stranger"],
+            readme_token=tokens["readme"],
+            environment=hub_database,
+        )
 
 
 @pytest.fixture(scope="session")

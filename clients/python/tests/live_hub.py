@@ -32,6 +32,8 @@ class Hub:
     url: str
     token: str
     stranger_token: str
+    # An account of its own for the README's examples, whose users are fixed names.
+    readme_token: str
     environment: dict[str, str]
 
 
@@ -81,7 +83,7 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", interactive=False, verbosity=0)
 tokens = {}
-for name in ("agent", "stranger"):
+for name in ("agent", "stranger", "readme"):
     out = io.StringIO()
     call_command("create_account", name, stdout=out)
     tokens[name] = out.getvalue().strip()
