@@ -17,6 +17,7 @@ DEFAULT_KIND = "preference"
 PROBE_USERNAME = "memoryhub-probe"
 PROBE_UID = "_memoryhub_probe_"
 HONCHO_SESSION_ID_MAX_LENGTH = 64
+EMBEDDING_MODEL_MAX_LENGTH = 200
 
 
 def new_honcho_session_id() -> str:
@@ -183,3 +184,40 @@ class SyncTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.operation} {self.uid}/{self.key} ({self.status})"
+
+
+class EntryEmbedding(models.Model):
+    """An entry's vector for semantic recall, and whether the entry changed since it was made.
+
+    One row per entry, written by memories.embeddings.store only: the services mark it pending in
+    the transaction that changes the entry's text (`wanted_version` = the entry's version then),
+    and the worker fills `vector` later, off the request path, setting `embedded_version`; a row is
+    pending again as soon as a newer change marks it. `owner` and `uid` are the entry's, copied so a
+    search reads one user's vectors from one index. `vector` is `dimension` float32 values, little
+    endian, of length 1; `model` names the provider that made it (vectors of another model are not
+    searched, and `manage.py embed --reembed` makes them again).
+    """
+
+    entry = models.OneToOneField(MemoryEntry, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    uid = models.CharField(max_length=UID_MAX_LENGTH)
+    model = models.CharField(max_length=EMBEDDING_MODEL_MAX_LENGTH, blank=True, default="")
+    dimension = models.PositiveIntegerField(default=0)
+    vector = models.BinaryField(null=True, blank=True)
+    embedded_version = models.PositiveIntegerField(null=True, blank=True, help_text="The entry version embedded.")
+    wanted_version = models.PositiveIntegerField(help_text="The entry version at the latest change of its text.")
+    pending = models.BooleanField(default=True)
+    claimed_until = models.DateTimeField(null=True, blank=True, help_text="A worker holds the row until then.")
+    embedded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "entry embedding"
+        indexes = [
+            # a search: one user's vectors of one model
+            models.Index(fields=["owner", "uid", "model"], name="entry_embedding_user_model"),
+            # the worker's claim: pending rows only
+            models.Index(fields=["entry"], condition=models.Q(pending=True), name="entry_embedding_pending"),
+        ]
+
+    def __str__(self) -> str:
+        return f"embedding of entry {self.entry_id} ({'pending' if self.pending else self.model})"

@@ -1,7 +1,7 @@
 """Single entries: put, update, delete, restore, and forgetting a user.
 
-Each function is one transaction that writes the entry, its history (MemoryEvent) and, when sync is
-on, its sync task.
+Each function is one transaction that writes the entry, its history (MemoryEvent), when sync is
+on its sync task, and when its text changed the mark that its vector is wanted again.
 """
 
 from collections.abc import Sequence
@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories import outbox
+from memories.embeddings.store import embedding_mark_stale
 from memories.models import DEFAULT_KIND, PROBE_USERNAME, MemoryEntry, MemoryEvent, SyncTask, new_honcho_session_id
 from memories.validation import check_key, check_kind, check_meta, check_uid, check_value
 
@@ -110,6 +111,8 @@ def _apply_change(
     entry.save(update_fields=["value", "kind", "meta", "version", "updated"])
     _event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before).save()
     sync_outbox_record(owner=owner, entries=[entry])
+    if entry.value != before.value:
+        embedding_mark_stale([entry])
     return PutResult(entry=entry, created=False, changed=True)
 
 
@@ -168,6 +171,7 @@ def entry_put(
             else:
                 _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
                 sync_outbox_record(owner=owner, entries=[entry])
+                embedding_mark_stale([entry])
                 return PutResult(entry=entry, created=True, changed=True)
         return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
 
@@ -297,4 +301,5 @@ def entry_restore(*, owner: User, uid: str, key: str, actor: User | None = None)
             raise EntryExists(f"{uid}/{key}") from None
         _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
         sync_outbox_record(owner=owner, entries=[entry])
+        embedding_mark_stale([entry])
         return entry

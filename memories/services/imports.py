@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from memories.embeddings.store import embedding_mark_stale
 from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent, new_honcho_session_id
 from memories.services.entries import sync_outbox_record
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
@@ -158,6 +159,7 @@ def entries_import(
         event_rows: list[tuple] = []
         changed_entries: list[MemoryEntry] = []
         created_entries: list[MemoryEntry] = []
+        text_changed: list[MemoryEntry] = []
         for identity, record in latest.items():
             entry = existing.get(identity)
             if entry is None:
@@ -188,6 +190,8 @@ def entries_import(
                      max(entry.version + 1, record.version or 1), entry.value, record.value, entry.kind, record.kind,
                      as_db_json(entry.meta), as_db_json(record.meta), actor_id, db_now)
                 )  # fmt: skip
+                if entry.value != record.value:
+                    text_changed.append(entry)
                 entry.value, entry.kind, entry.meta = record.value, record.kind, record.meta
                 entry.version = max(entry.version + 1, record.version or 1)
                 entry.updated = now
@@ -201,4 +205,5 @@ def entries_import(
             MemoryEntry.objects.bulk_update(changed_entries, ["value", "kind", "meta", "version", "updated"])
         _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
         sync_outbox_record(owner=owner, entries=created_entries + changed_entries)
+        embedding_mark_stale(created_entries + text_changed)
     return counts

@@ -1,0 +1,189 @@
+"""Vectors in the database: the only code that writes EntryEmbedding rows.
+
+The services call `embedding_mark_stale(entries)` in the transaction that changes entries' text: one
+INSERT ... ON CONFLICT per 500 entries, no model involved, so a write never waits for one. The worker
+calls `embeddings_process_pending(limit=...)`: it claims pending rows with a lease (like the sync
+outbox: a conditional UPDATE that takes only rows unclaimed or whose lease ran out), embeds the
+entries' current text outside any transaction, and stores each vector only if no newer change marked
+the row meanwhile (that one stays pending for the next pass).
+"""
+
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memories.embeddings.base import EmbeddingError, EmbeddingProvider, entry_text, get_provider
+from memories.models import EntryEmbedding, MemoryEntry
+
+logger = logging.getLogger(__name__)
+
+MARK_CHUNK = 500
+DEFAULT_BATCH = 256
+CLAIM_LEASE = timedelta(minutes=2)
+VECTOR_DTYPE = np.dtype("<f4")
+
+
+@functools.lru_cache(maxsize=8)
+def _mark_sql(vendor: str, rows: int) -> str:
+    """INSERT ... ON CONFLICT (the same text on SQLite and PostgreSQL): a changed entry's row turns pending."""
+    quote = connection.ops.quote_name
+    table = quote(EntryEmbedding._meta.db_table)
+    columns = ("entry_id", "owner_id", "uid", "model", "dimension", "wanted_version", "pending")
+    one_row = "(%s, %s, %s, '', 0, %s, %s)"
+    return (
+        f"INSERT INTO {table} ({', '.join(quote(column) for column in columns)}) VALUES {', '.join([one_row] * rows)} "
+        f"ON CONFLICT ({quote('entry_id')}) DO UPDATE SET "
+        f"{quote('wanted_version')} = excluded.{quote('wanted_version')}, "
+        f"{quote('pending')} = excluded.{quote('pending')}, {quote('claimed_until')} = NULL"
+    )
+
+
+def embedding_mark_stale(entries: Sequence[MemoryEntry]) -> None:
+    """Mark these entries' vectors as wanted again: call it in the transaction that changed their text.
+
+    With embeddings off it returns at once, with no query (`manage.py embed --reembed` catches up when
+    they are turned on). Entries inserted without their ids being read (the import) are looked up by
+    their Honcho session id, one query per 500.
+    """
+    if settings.MEMORYHUB_EMBEDDINGS == "off" or not entries:
+        return
+    missing = [entry.honcho_session_id for entry in entries if entry.pk is None]
+    ids = {}
+    for start in range(0, len(missing), MARK_CHUNK):
+        chunk = missing[start : start + MARK_CHUNK]
+        ids.update(MemoryEntry.objects.filter(honcho_session_id__in=chunk).values_list("honcho_session_id", "id"))
+    rows = [
+        (entry.pk if entry.pk is not None else ids[entry.honcho_session_id], entry.owner_id, entry.uid, entry.version)
+        for entry in entries
+    ]
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), MARK_CHUNK):
+            chunk = rows[start : start + MARK_CHUNK]
+            parameters: list = []
+            for entry_id, owner_id, uid, version in chunk:
+                parameters += [entry_id, owner_id, uid, version, True]
+            cursor.execute(_mark_sql(connection.vendor, len(chunk)), parameters)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    entry_id: int
+    wanted_version: int
+    text: str
+
+
+def _claim(limit: int) -> list[Claimed]:
+    """Take up to `limit` pending rows for this pass, with the entries' text as it is now."""
+    now = timezone.now()
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    with transaction.atomic():
+        candidates = EntryEmbedding.objects.filter(free, pending=True).order_by("entry_id")
+        if connection.features.has_select_for_update_skip_locked:
+            candidates = candidates.select_for_update(skip_locked=True)
+        candidate_ids = list(candidates.values_list("entry_id", flat=True)[:limit])
+        if not candidate_ids:
+            return []
+        EntryEmbedding.objects.filter(free, entry_id__in=candidate_ids, pending=True).update(
+            claimed_until=now + CLAIM_LEASE
+        )
+        rows = MemoryEntry.objects.filter(id__in=candidate_ids, embedding__claimed_until=now + CLAIM_LEASE).values_list(
+            "id", "embedding__wanted_version", "key", "value"
+        )
+        return [Claimed(entry_id, wanted, entry_text(key=key, value=value)) for entry_id, wanted, key, value in rows]
+
+
+def _store(claimed: list[Claimed], vectors: np.ndarray, provider: EmbeddingProvider) -> int:
+    now = timezone.now()
+    stored = 0
+    with transaction.atomic():
+        for item, vector in zip(claimed, vectors, strict=True):
+            stored += EntryEmbedding.objects.filter(entry_id=item.entry_id, wanted_version=item.wanted_version).update(
+                vector=vector.astype(VECTOR_DTYPE).tobytes(),
+                model=provider.name,
+                dimension=len(vector),
+                embedded_version=item.wanted_version,
+                embedded_at=now,
+                pending=False,
+                claimed_until=None,
+            )
+    return stored
+
+
+def _release(claimed: list[Claimed]) -> None:
+    EntryEmbedding.objects.filter(entry_id__in=[item.entry_id for item in claimed]).update(claimed_until=None)
+
+
+def embeddings_process_pending(*, limit: int = DEFAULT_BATCH) -> int:
+    """Embed up to `limit` pending entries in one batch; the number of vectors stored.
+
+    0 when embeddings are off or nothing is pending. An EmbeddingError (the endpoint down, the
+    model missing) releases the claim and is raised to the caller, which decides when to try again.
+    """
+    provider = get_provider()
+    if provider is None:
+        return 0
+    claimed = _claim(limit)
+    if not claimed:
+        return 0
+    try:
+        vectors = provider.embed([item.text for item in claimed])
+    except EmbeddingError:
+        _release(claimed)
+        raise
+    return _store(claimed, vectors, provider)
+
+
+def embeddings_pending_count() -> int:
+    return EntryEmbedding.objects.filter(pending=True).count()
+
+
+def embeddings_reembed() -> int:
+    """Mark every entry whose vector was not made by the current provider (or that has none) pending.
+
+    The one command after a model change or after turning embeddings on: `manage.py embed --reembed`,
+    then the worker (or `embed --once`) makes the vectors. Returns the number of entries marked.
+    """
+    provider = get_provider()
+    if provider is None:
+        return 0
+    marked = 0
+    with transaction.atomic():
+        marked += (
+            EntryEmbedding.objects.filter(pending=False)
+            .exclude(model=provider.name)
+            .update(pending=True, claimed_until=None)
+        )
+        last_id = 0
+        while True:
+            missing = list(
+                MemoryEntry.objects.filter(id__gt=last_id, embedding__isnull=True)
+                .order_by("id")
+                .only("id", "owner_id", "uid", "version", "honcho_session_id")[:MARK_CHUNK]
+            )
+            if not missing:
+                break
+            embedding_mark_stale(missing)
+            marked += len(missing)
+            last_id = missing[-1].id
+    return marked
+
+
+def user_vectors(*, owner: AbstractBaseUser, uid: str, model: str) -> tuple[np.ndarray, np.ndarray]:
+    """One user's vectors made by `model`: (entry ids, matrix with one row per entry)."""
+    rows = EntryEmbedding.objects.filter(owner=owner, uid=uid, model=model, vector__isnull=False).values_list(
+        "entry_id", "vector"
+    )
+    ids = np.fromiter((row[0] for row in rows), dtype=np.int64) if rows else np.zeros(0, dtype=np.int64)
+    if not len(ids):
+        return ids, np.zeros((0, 0), dtype=np.float32)
+    matrix = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=VECTOR_DTYPE).reshape(len(ids), -1)
+    return ids, matrix
