@@ -70,9 +70,6 @@ def semantic_ranked(
     if not len(ids) or matrix.shape[1] != len(query_vector):
         return []
     scores = matrix @ query_vector.astype(np.float32)
-    if limit < len(scores):
-        top = np.argpartition(-scores, limit)[:limit]
-    else:
-        top = np.arange(len(scores))
+    top = np.argpartition(-scores, limit)[:limit] if limit < len(scores) else np.arange(len(scores))
     top = top[np.argsort(-scores[top], kind="stable")]
     return [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 
 from memories import services
 from memories.embeddings import get_provider
-from memories.embeddings.jobs import EmbeddingJob
+from memories.embeddings.jobs import EmbeddingJob, EmbedReport
 from memories.embeddings.store import embeddings_pending_count, embeddings_process_pending, embeddings_reembed
 from memories.models import EntryEmbedding
 from memories.search.vectors import semantic_ranked
@@ -160,7 +160,7 @@ def test_the_embed_loop_stops_when_asked(owner) -> None:
     job = EmbeddingJob()
     original = job.run
 
-    def run_then_stop(event: threading.Event | None = None):  # noqa: ANN202
+    def run_then_stop(event: threading.Event | None = None) -> EmbedReport:
         report = original(event)
         stop.set()
         return report
