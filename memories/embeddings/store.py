@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import numpy as np
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -57,21 +57,21 @@ def embedding_mark_stale(entries: Sequence[MemoryEntry]) -> None:
     if settings.MEMORYHUB_EMBEDDINGS == "off" or not entries:
         return
     missing = [entry.honcho_session_id for entry in entries if entry.pk is None]
-    ids = {}
+    ids: dict[str, int] = {}
     for start in range(0, len(missing), MARK_CHUNK):
-        chunk = missing[start : start + MARK_CHUNK]
-        ids.update(MemoryEntry.objects.filter(honcho_session_id__in=chunk).values_list("honcho_session_id", "id"))
+        session_ids = missing[start : start + MARK_CHUNK]
+        ids.update(MemoryEntry.objects.filter(honcho_session_id__in=session_ids).values_list("honcho_session_id", "id"))
     rows = [
         (entry.pk if entry.pk is not None else ids[entry.honcho_session_id], entry.owner_id, entry.uid, entry.version)
         for entry in entries
     ]
     with connection.cursor() as cursor:
         for start in range(0, len(rows), MARK_CHUNK):
-            chunk = rows[start : start + MARK_CHUNK]
+            row_chunk = rows[start : start + MARK_CHUNK]
             parameters: list = []
-            for entry_id, owner_id, uid, version in chunk:
+            for entry_id, owner_id, uid, version in row_chunk:
                 parameters += [entry_id, owner_id, uid, version, True]
-            cursor.execute(_mark_sql(connection.vendor, len(chunk)), parameters)
+            cursor.execute(_mark_sql(connection.vendor, len(row_chunk)), parameters)
 
 
 @dataclass(frozen=True)
@@ -177,13 +177,15 @@ def embeddings_reembed() -> int:
     return marked
 
 
-def user_vectors(*, owner: AbstractBaseUser, uid: str, model: str) -> tuple[np.ndarray, np.ndarray]:
+def user_vectors(*, owner: User, uid: str, model: str) -> tuple[np.ndarray, np.ndarray]:
     """One user's vectors made by `model`: (entry ids, matrix with one row per entry)."""
-    rows = EntryEmbedding.objects.filter(owner=owner, uid=uid, model=model, vector__isnull=False).values_list(
-        "entry_id", "vector"
+    rows = list(
+        EntryEmbedding.objects.filter(owner=owner, uid=uid, model=model, vector__isnull=False).values_list(
+            "entry_id", "vector"
+        )
     )
-    ids = np.fromiter((row[0] for row in rows), dtype=np.int64) if rows else np.zeros(0, dtype=np.int64)
-    if not len(ids):
-        return ids, np.zeros((0, 0), dtype=np.float32)
-    matrix = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=VECTOR_DTYPE).reshape(len(ids), -1)
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(bytes(row[1] or b"") for row in rows), dtype=VECTOR_DTYPE).reshape(len(ids), -1)
     return ids, matrix

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Max
 
 from memories.embeddings.store import user_vectors
@@ -36,7 +36,7 @@ _cache: OrderedDict[tuple, _Cached] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _vectors(*, owner: AbstractBaseUser, uid: str, model: str) -> tuple[np.ndarray, np.ndarray]:
+def _vectors(*, owner: User, uid: str, model: str) -> tuple[np.ndarray, np.ndarray]:
     stamp_row = EntryEmbedding.objects.filter(owner=owner, uid=uid, model=model, vector__isnull=False).aggregate(
         count=Count("entry_id"), latest=Max("embedded_at")
     )
@@ -58,7 +58,7 @@ def _vectors(*, owner: AbstractBaseUser, uid: str, model: str) -> tuple[np.ndarr
 
 def semantic_ranked(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     uid: str,
     model: str,
     query_vector: np.ndarray,

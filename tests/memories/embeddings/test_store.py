@@ -157,16 +157,14 @@ def test_the_embed_loop_stops_when_asked(owner) -> None:
     services.entry_put(owner=owner, uid="alice", key="k", value="v")
     stop = threading.Event()
     command = Command()
-    job = EmbeddingJob()
-    original = job.run
 
-    def run_then_stop(event: threading.Event | None = None) -> EmbedReport:
-        report = original(event)
-        stop.set()
-        return report
+    class OnePassJob(EmbeddingJob):
+        def run(self, stop_event: threading.Event | None = None) -> EmbedReport:
+            report = super().run(stop_event)
+            stop.set()
+            return report
 
-    job.run = run_then_stop
-    command.loop(job, interval=0.01, stop=stop)
+    command.loop(OnePassJob(), interval=0.01, stop=stop)
     assert embeddings_pending_count() == 0
 
 
