@@ -60,7 +60,7 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	SECRET_KEY=lint-only-not-secret $(VENV)/bin/mypy
-	# The client is read from this checkout, whichever copy the environment has installed.
+# (the client is read from this checkout, whichever copy the environment has installed)
 	PYTHONPATH=clients/python/src $(VENV)/bin/lint-imports
 
 test: lint $(VENV)/.installed-dev $(CHROMIUM)
