@@ -1,4 +1,4 @@
-"""ASGI entry point."""
+"""ASGI entry point: Django for every path, except /mcp, which is the MCP server (memories.mcp.http)."""
 
 import os
 
@@ -6,4 +6,9 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+# Imported once Django is set up: the MCP tools use the models.
+from memories.mcp.http import with_mcp  # noqa: E402
+
+application = with_mcp(django_application)

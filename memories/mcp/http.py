@@ -1,0 +1,232 @@
+"""MCP over Streamable HTTP at /mcp, on the hub's own address, beside Django.
+
+`with_mcp(django_application)` is the hub's ASGI application (memoryhub.asgi): /mcp goes to the
+MCP server, every other path to Django. The MCP side is stateless (a fresh transport per request,
+JSON answers, no session to find again), so any worker process answers any request. Before a
+request reaches the SDK it passes the checks the REST API makes, in the same order:
+
+- the Host header must be one of ALLOWED_HOSTS (400 otherwise, as Django answers);
+- a browser's Origin must be the hub's own: its host one of ALLOWED_HOSTS ("*" does not count) or the
+  origin listed in CSRF_TRUSTED_ORIGINS (403 otherwise), against DNS rebinding, as the MCP
+  specification asks; a request without Origin (not from a browser) passes;
+- a body over MEMORYHUB_MAX_BODY_BYTES is refused with 413 before it is read;
+- the account's API token as a bearer (`Authorization: Bearer <token>`, or `Token <token>` as the
+  REST API takes it): 401 without one or with one that is unknown or revoked;
+- the per-token rate limit, the very counter DRF's throttle keeps (memoryhub.api.TokenRateThrottle),
+  so REST and MCP calls with one token share MEMORYHUB_RATE_LIMIT: 429 with Retry-After beyond.
+
+The account is then put in the ASGI scope, where the tools find it (tools.ACCOUNT_SCOPE_KEY).
+"""
+
+import asyncio
+import json
+import math
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.http.request import split_domain_port, validate_host
+from mcp.server.mcpserver import Context
+from mcp.server.transport_security import TransportSecuritySettings
+from rest_framework.authtoken.models import Token
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
+from memoryhub.api import TokenRateThrottle
+
+MCP_PATHS = ("/mcp", "/mcp/")
+AUTH_SCHEMES = ("bearer", "token")
+
+
+def _account_in_scope(ctx: Context) -> AbstractBaseUser:
+    return ctx.request_context.request.scope[ACCOUNT_SCOPE_KEY]
+
+
+def _allowed_hosts() -> list[str]:
+    # As Django's HttpRequest.get_host: with DEBUG and no ALLOWED_HOSTS, the local names pass.
+    if settings.DEBUG and not settings.ALLOWED_HOSTS:
+        return [".localhost", "127.0.0.1", "[::1]"]
+    return list(settings.ALLOWED_HOSTS)
+
+
+def host_allowed(host: str) -> bool:
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, _allowed_hosts())
+
+
+def origin_allowed(origin: str) -> bool:
+    """Whether a browser at origin may call /mcp: the hub's own hosts, or an origin trusted for forms."""
+    if origin in settings.CSRF_TRUSTED_ORIGINS:
+        return True
+    parts = urlsplit(origin)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    domain, _port = split_domain_port(parts.netloc)
+    return bool(domain) and validate_host(domain, [host for host in _allowed_hosts() if host != "*"])
+
+
+@dataclass
+class _ThrottledRequest:
+    """What TokenRateThrottle reads of a request: the token and its account."""
+
+    auth: Token
+    user: AbstractBaseUser
+    META: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Admission:
+    account: AbstractBaseUser | None = None
+    status: int = 200
+    detail: str = ""
+    retry_after: int | None = None
+
+
+def admit(token_key: str, client_address: str) -> Admission:
+    """The token's account if it may make this request now; else the status and sentence to answer."""
+    token = Token.objects.select_related("user").filter(key=token_key).first()
+    if token is None or not token.user.is_active:
+        return Admission(status=401, detail="Invalid token: send an API token of an active account.")
+    throttle = TokenRateThrottle()
+    request = _ThrottledRequest(auth=token, user=token.user, META={"REMOTE_ADDR": client_address})
+    if not throttle.allow_request(request, None):
+        wait = throttle.wait()
+        retry_after = math.ceil(wait) if wait is not None else None
+        return Admission(
+            status=429,
+            detail=f"Request was throttled (MEMORYHUB_RATE_LIMIT is {settings.MEMORYHUB_RATE_LIMIT}): "
+            f"wait {retry_after} seconds.",
+            retry_after=retry_after,
+        )
+    return Admission(account=token.user)
+
+
+async def _answer(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class MCPApplication:
+    """The ASGI application behind /mcp: the checks above, then the SDK's stateless transport."""
+
+    def __init__(self) -> None:
+        self.server = build_server(_account_in_scope)
+        # The checks on Host and Origin are made here, with the hub's settings; the SDK's own
+        # (localhost only) would refuse a hub served under its real name.
+        self.server.streamable_http_app(
+            stateless_http=True,
+            json_response=True,
+            max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        self.manager = self.server.session_manager
+        self._task: asyncio.Task | None = None
+        self._stopping = asyncio.Event()
+        self._starting = asyncio.Lock()
+
+    async def _serve(self, started: asyncio.Event) -> None:
+        # The transport's task group lives in a task of its own, entered and left there.
+        async with self.manager.run():
+            started.set()
+            await self._stopping.wait()
+
+    async def start(self) -> None:
+        async with self._starting:
+            if self._task is None:
+                started = asyncio.Event()
+                self._task = asyncio.get_running_loop().create_task(self._serve(started))
+                await started.wait()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._stopping.set()
+            await self._task
+            self._task = None
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await self.start()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        if not host_allowed(headers.get("host", "")):
+            await _answer(send, 400, "Invalid Host header: it must be one of ALLOWED_HOSTS.")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not origin_allowed(origin):
+            await _answer(
+                send,
+                403,
+                f"Origin {origin!r} may not call /mcp: only the hub's own hosts (ALLOWED_HOSTS) and "
+                "CSRF_TRUSTED_ORIGINS may.",
+            )
+            return
+        declared = headers.get("content-length", "0")
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if not declared.isascii() or not declared.isdigit():
+            await _answer(send, 400, "Content-Length must be a whole number of bytes.")
+            return
+        if int(declared) > limit:
+            await _answer(
+                send,
+                413,
+                f"The request body is {int(declared)} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES).",
+            )
+            return
+        scheme, _, token_key = headers.get("authorization", "").strip().partition(" ")
+        if scheme.lower() not in AUTH_SCHEMES or not token_key.strip():
+            await _answer(
+                send,
+                401,
+                "Authentication credentials were not provided: send the account's API token as "
+                "'Authorization: Bearer <token>'.",
+                [(b"www-authenticate", b'Bearer realm="memoryhub"')],
+            )
+            return
+        client = scope.get("client") or ("", 0)
+        admission = await in_django(lambda: admit(token_key.strip(), client[0]))
+        if admission.account is None:
+            extra = [(b"www-authenticate", b'Bearer realm="memoryhub"')] if admission.status == 401 else []
+            if admission.retry_after is not None:
+                extra.append((b"retry-after", str(admission.retry_after).encode()))
+            await _answer(send, admission.status, admission.detail, extra)
+            return
+        if self._task is None:
+            # Served without the ASGI lifespan protocol: start the transport's task group on first use.
+            await self.start()
+        scope = {**scope, "path": "/mcp", ACCOUNT_SCOPE_KEY: admission.account}
+        await self.manager.handle_request(scope, receive, send)
+
+
+def with_mcp(django_application: ASGIApp) -> ASGIApp:
+    """The hub's ASGI application: /mcp to the MCP server, everything else to Django."""
+    mcp_application = MCPApplication()
+
+    async def application(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await mcp_application.lifespan(receive, send)
+        elif scope["type"] == "http" and scope["path"] in MCP_PATHS:
+            await mcp_application(scope, receive, send)
+        else:
+            await django_application(scope, receive, send)
+
+    return application

@@ -1,0 +1,396 @@
+"""The MCP tools: remember, recall, get, list, forget, history and context.
+
+Each tool parses its arguments (the SDK checks them against the JSON schema built from the
+signature), calls memories.services or memories.selectors for the calling account in Django's
+thread, and answers with the REST API's shapes. Bad input becomes a tool error whose sentence
+names the argument and what to change; nothing is half-written, since each service is one
+transaction.
+
+The account comes from the transport: stdio serves one account named on the command line;
+Streamable HTTP finds the token's account in the request scope (memories.mcp.http).
+"""
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from memories import context, selectors, services
+from memories.api.serializers import ContextBlockSerializer, EntrySerializer, EventSerializer
+from memories.models import DEFAULT_KIND, KEY_MAX_LENGTH, UID_MAX_LENGTH, MemoryEntry
+from memories.validation import InvalidField, check_key, check_uid
+
+SERVER_NAME = "memoryhub"
+INSTRUCTIONS = (
+    "MemoryHub keeps small, durable facts about the people you serve (preferences, facts, patterns), "
+    "per user (uid), across sessions. Call `context` at the start of a turn for what you should know "
+    "now; `remember` what the user tells you that will matter later; `recall` to search; `forget` what "
+    "is wrong or asked to be forgotten."
+)
+# Where memories.mcp.http puts the token's account in the ASGI scope for the tools to find.
+ACCOUNT_SCOPE_KEY = "memoryhub.account"
+
+AccountResolver = Callable[[Context], AbstractBaseUser]
+Result = TypeVar("Result")
+
+Uid = Annotated[
+    str,
+    Field(
+        description=f"The person the memories are about: a stable id you choose, 1 to {UID_MAX_LENGTH} "
+        "characters (e.g. 'discord:1234'). Use 'default' when you serve one person.",
+    ),
+]
+Key = Annotated[
+    str,
+    Field(
+        description=f"The memory's name, unique per user, 1 to {KEY_MAX_LENGTH} characters, "
+        "e.g. 'language' or 'editor'. Storing under an existing key replaces its value.",
+    ),
+]
+PageNumber = Annotated[int, Field(ge=1, description="Which page, from 1.")]
+PageSize = Annotated[int, Field(ge=1, le=settings.MEMORYHUB_MAX_PAGE_SIZE, description="Items per page.")]
+
+
+def _invalid(tool: str, error: InvalidField) -> ToolError:
+    return ToolError(f"Invalid argument `{error.field}`: {error.message} Change `{error.field}` and call {tool} again.")
+
+
+def _as_request(work: Callable[[], Result]) -> Callable[[], Result]:
+    """work, run as Django runs a request: connections past their age or broken are closed before and after."""
+
+    def run() -> Result:
+        close_old_connections()
+        try:
+            return work()
+        finally:
+            close_old_connections()
+
+    return run
+
+
+async def in_django(work: Callable[[], Result]) -> Result:
+    """Run ORM work from async code in Django's one thread for it (sync_to_async, thread-sensitive)."""
+    return await sync_to_async(_as_request(work), thread_sensitive=True)()
+
+
+def _entry_data(entry: MemoryEntry) -> dict[str, Any]:
+    return dict(EntrySerializer(entry).data)
+
+
+def _arguments_message(tool: str, error: ValidationError) -> str:
+    """The SDK's check of the arguments against the schema, as one sentence per bad argument."""
+    problems, fields = [], []
+    for problem in error.errors():
+        field = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        fields.append(f"`{field}`")
+        detail = "it is required" if problem["type"] == "missing" else problem["msg"][0].lower() + problem["msg"][1:]
+        problems.append(f"Invalid argument `{field}`: {detail}.")
+    return " ".join(problems) + f" Change {', '.join(dict.fromkeys(fields))} and call {tool} again."
+
+
+class HubMCPServer(MCPServer):
+    """MCPServer whose answer to arguments that break the schema names each one and what to change."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                raise ToolError(_arguments_message(name, error.__cause__)) from error.__cause__
+            raise
+
+
+def build_server(account_for: AccountResolver) -> MCPServer:
+    """The MCP server whose tools act for the account that account_for(ctx) names."""
+    server = HubMCPServer(name=SERVER_NAME, instructions=INSTRUCTIONS, version=settings.VERSION, log_level="WARNING")
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(
+        name="remember",
+        description="Store a memory about a user: creates it, or replaces the value of the memory with that key. "
+        "Returns the stored memory with its version (1 when created, +1 per change) and status "
+        "(created, updated or unchanged). Every change is kept in the memory's history.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def remember(
+        ctx: Context,
+        key: Key,
+        value: Annotated[
+            str,
+            Field(
+                description="The memory itself, in plain words: 'prefers Python', 'answers in French'. "
+                f"At most {settings.MEMORYHUB_MAX_VALUE_BYTES} bytes (UTF-8)."
+            ),
+        ],
+        uid: Uid = "default",
+        kind: Annotated[
+            str | None,
+            Field(
+                description=f"What sort of memory: '{DEFAULT_KIND}' (the default for a new memory), 'fact', "
+                "'pattern', ... 1 to 32 letters, digits or _ - . : ; left out, an existing memory keeps its kind."
+            ),
+        ] = None,
+        meta: Annotated[
+            dict[str, Any] | None,
+            Field(description="Optional JSON object of extra data; left out, an existing memory keeps its meta."),
+        ] = None,
+        expected_version: Annotated[
+            int | None,
+            Field(ge=1, description="Store only if the memory is at this version (from get); else an error."),
+        ] = None,
+    ) -> dict[str, Any]:
+        account = account_for(ctx)
+
+        def work() -> dict[str, Any]:
+            result = services.entry_put(
+                owner=account,
+                uid=uid,
+                key=key,
+                value=value,
+                kind=kind,
+                meta=meta,
+                actor=account,
+                expected_version=expected_version,
+            )
+            status = "created" if result.created else "updated" if result.changed else "unchanged"
+            return {**_entry_data(result.entry), "status": status}
+
+        try:
+            return await in_django(work)
+        except InvalidField as error:
+            raise _invalid("remember", error) from None
+        except services.VersionConflict as error:
+            raise ToolError(
+                f"The memory is at version {error.current}, not {expected_version}: get it again, then retry "
+                "with its current version as expected_version."
+                if error.current
+                else "The memory does not exist, so expected_version cannot match: leave expected_version out."
+            ) from None
+
+    @server.tool(
+        name="recall",
+        description="Search a user's memories for a text: best match first (the key weighs more than the value), "
+        "then newest. Finds every memory whose key or value holds the text, in any case. Returns the matching "
+        "memories, at most `limit`.",
+        annotations=read_only,
+    )
+    async def recall(
+        ctx: Context,
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=context.CONTEXT_QUERY_MAX_LENGTH,
+                description="What to look for: a word or phrase, e.g. 'editor' or 'python'.",
+            ),
+        ],
+        uid: Uid = "default",
+        limit: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=settings.MEMORYHUB_MAX_PAGE_SIZE,
+                description="The most memories to return.",
+            ),
+        ] = settings.MEMORYHUB_QUERY_LIMIT,
+        kind: Annotated[str | None, Field(description="Only memories of this kind.")] = None,
+    ) -> dict[str, Any]:
+        account = account_for(ctx)
+
+        def work() -> dict[str, Any]:
+            check_uid(uid)
+            context.check_query_text(query, field="query")
+            found = selectors.entry_find(owner=account, uid=uid, query_text=query, kind=kind or None)[:limit]
+            results = [_entry_data(entry) for entry in found]
+            return {"uid": uid, "query": query, "count": len(results), "results": results}
+
+        try:
+            return await in_django(work)
+        except InvalidField as error:
+            raise _invalid("recall", error) from None
+
+    @server.tool(
+        name="get",
+        description="Read one memory of a user by its key: its value, kind, meta, version and when it was "
+        "created and last updated.",
+        annotations=read_only,
+    )
+    async def get(ctx: Context, key: Key, uid: Uid = "default") -> dict[str, Any]:
+        account = account_for(ctx)
+
+        def work() -> dict[str, Any] | None:
+            check_uid(uid)
+            check_key(key)
+            entry = selectors.entry_get(owner=account, uid=uid, key=key)
+            return None if entry is None else _entry_data(entry)
+
+        try:
+            found = await in_django(work)
+        except InvalidField as error:
+            raise _invalid("get", error) from None
+        if found is None:
+            raise ToolError(f"No memory with key {key!r} for uid {uid!r}: call list or recall to see which keys exist.")
+        return found
+
+    @server.tool(
+        name="list",
+        description="List a user's memories, newest first, a page at a time. Returns count (all of them), "
+        "the page's memories, and next_page (null on the last page).",
+        annotations=read_only,
+    )
+    async def list_memories(
+        ctx: Context,
+        uid: Uid = "default",
+        page: PageNumber = 1,
+        page_size: PageSize = settings.MEMORYHUB_PAGE_SIZE,
+        kind: Annotated[str | None, Field(description="Only memories of this kind.")] = None,
+    ) -> dict[str, Any]:
+        account = account_for(ctx)
+
+        def work() -> dict[str, Any]:
+            check_uid(uid)
+            entries = selectors.entry_list(owner=account, uid=uid, kind=kind or None)
+            count = entries.count()
+            last_page = max(1, -(-count // page_size))
+            if page > last_page:
+                raise InvalidField("page", f"must be at most {last_page}: there are {count} memories.")
+            results = [_entry_data(entry) for entry in entries[(page - 1) * page_size : page * page_size]]
+            next_page = page + 1 if page < last_page else None
+            return {"uid": uid, "count": count, "page": page, "next_page": next_page, "results": results}
+
+        try:
+            return await in_django(work)
+        except InvalidField as error:
+            raise _invalid("list", error) from None
+
+    @server.tool(
+        name="forget",
+        description="Delete one memory of a user by its key. Its history stays (see history). Use it when a "
+        "memory is wrong, outdated, or the user asks you to forget it.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+    )
+    async def forget(
+        ctx: Context,
+        key: Key,
+        uid: Uid = "default",
+        expected_version: Annotated[
+            int | None,
+            Field(ge=1, description="Delete only if the memory is at this version (from get); else an error."),
+        ] = None,
+    ) -> dict[str, Any]:
+        account = account_for(ctx)
+
+        def work() -> MemoryEntry | None:
+            check_uid(uid)
+            check_key(key)
+            return services.entry_delete(
+                owner=account, uid=uid, key=key, actor=account, expected_version=expected_version
+            )
+
+        try:
+            deleted = await in_django(work)
+        except InvalidField as error:
+            raise _invalid("forget", error) from None
+        except services.VersionConflict as error:
+            raise ToolError(
+                f"The memory is at version {error.current}, not {expected_version}: get it again, then retry "
+                "with its current version as expected_version."
+                if error.current
+                else f"No memory with key {key!r} for uid {uid!r}: there is nothing to forget."
+            ) from None
+        if deleted is None:
+            raise ToolError(f"No memory with key {key!r} for uid {uid!r}: there is nothing to forget.")
+        return {"uid": uid, "key": key, "deleted": True, "version": deleted.version}
+
+    @server.tool(
+        name="history",
+        description="Every change to one memory of a user, newest first: created, updated or deleted, with the "
+        "value, kind and meta before and after, the version, who made it and when. Works for deleted memories too.",
+        annotations=read_only,
+    )
+    async def history(
+        ctx: Context,
+        key: Key,
+        uid: Uid = "default",
+        page: PageNumber = 1,
+        page_size: PageSize = settings.MEMORYHUB_PAGE_SIZE,
+    ) -> dict[str, Any]:
+        account = account_for(ctx)
+
+        def work() -> dict[str, Any] | None:
+            check_uid(uid)
+            check_key(key)
+            events = selectors.entry_history(owner=account, uid=uid, key=key)
+            changes = [dict(EventSerializer(event).data) for event in events[(page - 1) * page_size : page * page_size]]
+            if not changes:
+                return None
+            count = events.count() if len(changes) == page_size or page > 1 else len(changes)
+            next_page = page + 1 if page * page_size < count else None
+            return {"uid": uid, "key": key, "count": count, "page": page, "next_page": next_page, "changes": changes}
+
+        try:
+            found = await in_django(work)
+        except InvalidField as error:
+            raise _invalid("history", error) from None
+        if found is None:
+            raise ToolError(
+                f"No history for key {key!r} of uid {uid!r}"
+                + (f" on page {page}: ask for page 1." if page > 1 else ": that memory was never stored.")
+            )
+        return found
+
+    @server.tool(
+        name="context",
+        description="What you should know about a user right now, as a ready-to-read text block within `budget` "
+        "characters: the memories most relevant to `query` first, then the newest; a memory is never cut. Call it "
+        "at the start of a turn and put the text in your working context. Format: a header line, then one line "
+        "'- key (kind): value' per memory (a value's further lines indented by two spaces). Empty when nothing "
+        "is known.",
+        annotations=read_only,
+        structured_output=False,
+    )
+    async def context_tool(
+        ctx: Context,
+        uid: Uid = "default",
+        budget: Annotated[
+            int,
+            Field(
+                ge=context.CONTEXT_MIN_BUDGET,
+                le=context.CONTEXT_MAX_BUDGET,
+                description="The most characters the block may have.",
+            ),
+        ] = context.CONTEXT_DEFAULT_BUDGET,
+        query: Annotated[
+            str,
+            Field(
+                max_length=context.CONTEXT_QUERY_MAX_LENGTH,
+                description="What this turn is about (e.g. the user's message); matching memories come first. "
+                "Empty: the newest memories.",
+            ),
+        ] = "",
+    ) -> CallToolResult:
+        account = account_for(ctx)
+
+        def work() -> dict[str, Any]:
+            check_uid(uid)
+            context.check_budget(budget)
+            context.check_query_text(query, field="query")
+            block = selectors.context_block(owner=account, uid=uid, budget=budget, query_text=query)
+            return {**ContextBlockSerializer(block).data, "etag": block.etag}
+
+        try:
+            data = await in_django(work)
+        except InvalidField as error:
+            raise _invalid("context", error) from None
+        return CallToolResult(content=[TextContent(type="text", text=data["text"])], structured_content=data)
+
+    return server

@@ -1,0 +1,263 @@
+"""The MCP server over Streamable HTTP at /mcp: gunicorn with uvicorn workers serving memoryhub.asgi,
+driven by the official SDK's client, beside the REST API on the same address."""
+
+import http.client
+import json
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from tests.memories.mcp_hub import HttpHub, http_session, hub_environment, running_asgi_hub
+from tests.reliability.hub_process import call, create_token, hub_database
+
+pytestmark = pytest.mark.process
+
+RATE_LIMIT = 120
+BODY_LIMIT = 4096
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpHub, dict[str, str]]]:
+    folder = tmp_path_factory.mktemp("mcp-http")
+    with hub_database(folder) as database:
+        tokens = {name: create_token(database, name) for name in ("owner", "stranger", "limited", "unlimited")}
+        environment = hub_environment(
+            database, MEMORYHUB_RATE_LIMIT=f"{RATE_LIMIT}/minute", MEMORYHUB_MAX_BODY_BYTES=str(BODY_LIMIT)
+        )
+        with running_asgi_hub(environment, folder / "hub.log") as running:
+            yield running, tokens
+
+
+def _post(hub: HttpHub, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", hub.port, timeout=60)
+    try:
+        sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers}
+        connection.request("POST", "/mcp", body=body, headers=sent)
+        response = connection.getresponse()
+        return response.status, {name.lower(): value for name, value in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_the_tools_are_listed_with_schemas_and_descriptions(hub):
+    running, tokens = hub
+
+    async def scenario() -> list:
+        async with http_session(running.url, _bearer(tokens["owner"])) as session:
+            return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in anyio.run(scenario)}
+
+    assert set(tools) == {"remember", "recall", "get", "list", "forget", "history", "context"}
+    remember = tools["remember"]
+    assert set(remember.input_schema["required"]) == {"key", "value"}
+    assert "replaces" in remember.input_schema["properties"]["key"]["description"]
+    assert tools["context"].input_schema["properties"]["budget"]["maximum"] == 20000
+    assert all(tool.description for tool in tools.values())
+
+
+def test_a_memory_remembered_over_mcp_is_the_one_rest_serves_with_its_history(hub):
+    running, tokens = hub
+
+    async def scenario() -> dict:
+        async with http_session(running.url, _bearer(tokens["owner"])) as session:
+            first = await session.call_tool("remember", {"uid": "alice", "key": "editor", "value": "uses vim"})
+            second = await session.call_tool(
+                "remember", {"uid": "alice", "key": "editor", "value": "uses helix", "kind": "tool"}
+            )
+            recalled = await session.call_tool("recall", {"uid": "alice", "query": "HELIX"})
+            got = await session.call_tool("get", {"uid": "alice", "key": "editor"})
+            listed = await session.call_tool("list", {"uid": "alice"})
+            changes = await session.call_tool("history", {"uid": "alice", "key": "editor"})
+            block = await session.call_tool("context", {"uid": "alice", "query": "editor"})
+            return {
+                "first": first.structured_content,
+                "second": second.structured_content,
+                "recalled": recalled.structured_content,
+                "got": got.structured_content,
+                "listed": listed.structured_content,
+                "history": changes.structured_content,
+                "context": block,
+            }
+
+    answers = anyio.run(scenario)
+
+    assert (answers["first"]["status"], answers["first"]["version"]) == ("created", 1)
+    assert (answers["second"]["status"], answers["second"]["version"], answers["second"]["kind"]) == (
+        "updated",
+        2,
+        "tool",
+    )
+    assert [entry["value"] for entry in answers["recalled"]["results"]] == ["uses helix"]
+    assert answers["got"]["value"] == "uses helix"
+    assert answers["listed"]["count"] == 1 and answers["listed"]["next_page"] is None
+    assert [change["action"] for change in answers["history"]["changes"]] == ["update", "create"]
+    assert answers["history"]["changes"][0]["actor"] == "owner"
+    block = answers["context"]
+    assert block.content[0].text == "Memories about alice (1 of 1, most relevant first):\n- editor (tool): uses helix\n"
+    assert block.structured_content["entries"][0]["reason"] == "relevant"
+
+    status, _, rest_entry = call(running.port, "GET", "/api/v1/users/alice/memories/editor", tokens["owner"])
+    assert status == 200
+    assert {key: rest_entry[key] for key in ("value", "kind", "version")} == {
+        "value": "uses helix",
+        "kind": "tool",
+        "version": 2,
+    }
+    _, rest_headers, rest_context = call(running.port, "GET", "/api/v1/users/alice/context?q=editor", tokens["owner"])
+    assert rest_context["text"] == block.content[0].text
+    assert {name.lower(): value for name, value in rest_headers.items()}["etag"] == block.structured_content["etag"]
+
+
+def test_forget_deletes_one_memory_and_keeps_its_history(hub):
+    running, tokens = hub
+
+    async def scenario() -> tuple:
+        async with http_session(running.url, _bearer(tokens["owner"])) as session:
+            await session.call_tool("remember", {"uid": "bob", "key": "drink", "value": "tea"})
+            await session.call_tool("remember", {"uid": "bob", "key": "food", "value": "soup"})
+            forgotten = await session.call_tool("forget", {"uid": "bob", "key": "drink"})
+            again = await session.call_tool("forget", {"uid": "bob", "key": "drink"})
+            changes = await session.call_tool("history", {"uid": "bob", "key": "drink"})
+            listed = await session.call_tool("list", {"uid": "bob"})
+            return forgotten, again, changes, listed
+
+    forgotten, again, changes, listed = anyio.run(scenario)
+
+    assert forgotten.structured_content == {"uid": "bob", "key": "drink", "deleted": True, "version": 1}
+    assert again.is_error and "nothing to forget" in again.content[0].text
+    assert [change["action"] for change in changes.structured_content["changes"]] == ["delete", "create"]
+    assert [entry["key"] for entry in listed.structured_content["results"]] == ["food"]
+
+
+def test_nothing_of_another_account_is_ever_visible_or_changed(hub):
+    running, tokens = hub
+
+    async def scenario() -> dict:
+        async with http_session(running.url, _bearer(tokens["owner"])) as owner:
+            await owner.call_tool("remember", {"uid": "carol", "key": "secret", "value": "likes jazz"})
+        async with http_session(running.url, {"Authorization": f"Token {tokens['stranger']}"}) as stranger:
+            return {
+                "recall": await stranger.call_tool("recall", {"uid": "carol", "query": "jazz"}),
+                "get": await stranger.call_tool("get", {"uid": "carol", "key": "secret"}),
+                "list": await stranger.call_tool("list", {"uid": "carol"}),
+                "history": await stranger.call_tool("history", {"uid": "carol", "key": "secret"}),
+                "context": await stranger.call_tool("context", {"uid": "carol"}),
+                "forget": await stranger.call_tool("forget", {"uid": "carol", "key": "secret"}),
+            }
+
+    seen = anyio.run(scenario)
+
+    assert seen["recall"].structured_content["results"] == []
+    assert seen["get"].is_error and "No memory with key 'secret'" in seen["get"].content[0].text
+    assert seen["list"].structured_content["count"] == 0
+    assert seen["history"].is_error
+    assert seen["context"].content[0].text == "" and seen["context"].structured_content["total"] == 0
+    assert seen["forget"].is_error
+    assert "likes jazz" not in json.dumps([result.model_dump(mode="json") for result in seen.values()])
+    status, _, entry = call(running.port, "GET", "/api/v1/users/carol/memories/secret", tokens["owner"])
+    assert (status, entry["value"]) == (200, "likes jazz")
+
+
+def test_bad_arguments_are_tool_errors_naming_the_argument_and_what_to_change(hub):
+    running, tokens = hub
+
+    async def scenario() -> list:
+        async with http_session(running.url, _bearer(tokens["owner"])) as session:
+            return [
+                await session.call_tool("remember", {"uid": "dave", "key": "k" * 300, "value": "x"}),
+                await session.call_tool("remember", {"uid": "dave", "key": "kind", "value": "x", "kind": "two words"}),
+                await session.call_tool("context", {"uid": "dave", "budget": 0}),
+                await session.call_tool("recall", {"uid": "dave"}),
+                await session.call_tool("list", {"uid": "dave", "page": 3}),
+            ]
+
+    long_key, bad_kind, no_budget, no_query, past_the_end = anyio.run(scenario)
+
+    assert long_key.is_error and "`key`: must be at most 255 characters; got 300" in long_key.content[0].text
+    assert bad_kind.is_error and "Change `kind`" in bad_kind.content[0].text
+    assert no_budget.is_error and "`budget`: input should be greater than or equal to 1" in no_budget.content[0].text
+    assert no_query.is_error and "`query`: it is required" in no_query.content[0].text
+    assert past_the_end.is_error and "`page`: must be at most 1" in past_the_end.content[0].text
+    status, _, _ = call(running.port, "GET", "/api/v1/users/dave/memories/", tokens["owner"])
+    assert status == 200
+
+
+def test_no_token_or_an_unknown_one_is_a_401(hub):
+    running, _ = hub
+
+    missing = _post(running, LIST_TOOLS, {})
+    unknown = _post(running, LIST_TOOLS, _bearer("not-a-token"))
+
+    assert missing[0] == 401 and missing[1]["www-authenticate"].startswith("Bearer")
+    assert "Authorization: Bearer" in json.loads(missing[2])["detail"]
+    assert unknown[0] == 401
+
+
+def test_a_browser_origin_other_than_the_hubs_own_is_refused(hub):
+    running, tokens = hub
+
+    foreign = _post(running, LIST_TOOLS, {**_bearer(tokens["owner"]), "Origin": "http://evil.example"})
+    rebound = _post(running, LIST_TOOLS, {**_bearer(tokens["owner"]), "Origin": "http://127.0.0.1.evil.example"})
+
+    async def own_origin() -> list:
+        headers = {**_bearer(tokens["owner"]), "Origin": f"http://127.0.0.1:{running.port}"}
+        async with http_session(running.url, headers) as session:
+            return (await session.list_tools()).tools
+
+    assert foreign[0] == 403 and "evil.example" in json.loads(foreign[2])["detail"]
+    assert rebound[0] == 403
+    assert len(anyio.run(own_origin)) == 7
+
+
+def test_a_host_outside_allowed_hosts_is_refused(hub):
+    running, tokens = hub
+
+    status, _, body = _post(running, LIST_TOOLS, {**_bearer(tokens["owner"]), "Host": "evil.example"})
+
+    assert status == 400 and "ALLOWED_HOSTS" in json.loads(body)["detail"]
+
+
+def test_a_body_over_the_limit_is_a_413(hub):
+    running, tokens = hub
+    arguments = {"uid": "erin", "key": "big", "value": "x" * BODY_LIMIT}
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "remember", "arguments": arguments}}
+    ).encode()
+
+    status, _, answer = _post(running, body, _bearer(tokens["owner"]))
+
+    assert status == 413 and "MEMORYHUB_MAX_BODY_BYTES" in json.loads(answer)["detail"]
+    assert call(running.port, "GET", "/api/v1/users/erin/memories/big", tokens["owner"])[0] == 404
+
+
+def test_the_rate_limit_is_the_tokens_own_shared_with_the_rest_api(hub):
+    running, tokens = hub
+    statuses = [_post(running, LIST_TOOLS, _bearer(tokens["limited"]))[0] for _ in range(RATE_LIMIT + 1)]
+
+    assert statuses[:RATE_LIMIT] == [200] * RATE_LIMIT, statuses
+    assert statuses[RATE_LIMIT] == 429
+    status, headers, _ = _post(running, LIST_TOOLS, _bearer(tokens["limited"]))
+    assert status == 429 and int(headers["retry-after"]) >= 1
+    assert call(running.port, "GET", "/api/v1/info", tokens["limited"])[0] == 429
+    assert call(running.port, "GET", "/api/v1/info", tokens["unlimited"])[0] == 200, "another token has its own count"
+
+
+def test_the_rest_of_the_hub_is_still_django(hub):
+    running, _ = hub
+    connection = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+    try:
+        connection.request("GET", "/api/v1/mcp")
+        response = connection.getresponse()
+        assert response.status in (401, 404)
+        assert response.getheader("Content-Type").startswith("application/json")
+    finally:
+        connection.close()

@@ -1,0 +1,99 @@
+"""The MCP server over stdio: a real `manage.py mcp --account NAME` process, driven by the official
+SDK's stdio client."""
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from tests.memories.mcp_hub import hub_environment, stdio_session
+from tests.reliability.hub_process import PROJECT, HubDatabase, create_token, hub_database
+
+pytestmark = pytest.mark.process
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubDatabase]:
+    with hub_database(tmp_path_factory.mktemp("mcp-stdio")) as database:
+        for name in ("desk", "other"):
+            create_token(database, name)
+        yield database
+
+
+@pytest.fixture(scope="module")
+def environment(database: HubDatabase) -> dict[str, str]:
+    return hub_environment(database)
+
+
+def test_the_process_lists_the_tools_and_acts_for_its_account(environment):
+    async def scenario() -> tuple:
+        async with stdio_session(environment, "desk") as session:
+            tools = (await session.list_tools()).tools
+            stored = await session.call_tool("remember", {"key": "language", "value": "prefers Python"})
+            block = await session.call_tool("context", {"query": "python", "budget": 200})
+            bad = await session.call_tool("recall", {"query": "", "limit": 0})
+            return tools, stored, block, bad
+
+    tools, stored, block, bad = anyio.run(scenario)
+
+    assert [tool.name for tool in tools] == ["remember", "recall", "get", "list", "forget", "history", "context"]
+    assert stored.structured_content["status"] == "created"
+    assert (
+        block.content[0].text
+        == "Memories about default (1 of 1, most relevant first):\n- language (preference): prefers Python\n"
+    )
+    assert bad.is_error
+    assert "`query`" in bad.content[0].text and "`limit`" in bad.content[0].text
+
+
+def test_another_accounts_process_sees_none_of_its_memories(environment):
+    async def scenario() -> tuple:
+        async with stdio_session(environment, "desk") as desk:
+            await desk.call_tool("remember", {"uid": "alice", "key": "editor", "value": "uses vim"})
+        async with stdio_session(environment, "other") as other:
+            recalled = await other.call_tool("recall", {"uid": "alice", "query": "vim"})
+            got = await other.call_tool("get", {"uid": "alice", "key": "editor"})
+            listed = await other.call_tool("list", {"uid": "alice"})
+        async with stdio_session(environment, "desk") as desk:
+            mine = await desk.call_tool("get", {"uid": "alice", "key": "editor"})
+        return recalled, got, listed, mine
+
+    recalled, got, listed, mine = anyio.run(scenario)
+
+    assert recalled.structured_content["results"] == []
+    assert got.is_error and "call list or recall" in got.content[0].text
+    assert listed.structured_content["count"] == 0
+    assert mine.structured_content["value"] == "uses vim"
+
+
+def test_an_unknown_account_stops_the_command_with_a_sentence_saying_what_to_do(environment):
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--account", "nobody"],
+        cwd=PROJECT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+    assert completed.returncode != 0
+    assert "create_account nobody" in completed.stderr
+
+
+def test_a_change_made_over_stdio_is_written_with_its_history(database, environment):
+    async def scenario() -> None:
+        async with stdio_session(environment, "desk") as desk:
+            await desk.call_tool("remember", {"uid": "zoe", "key": "city", "value": "Paris", "kind": "fact"})
+            await desk.call_tool("remember", {"uid": "zoe", "key": "city", "value": "Lyon"})
+
+    anyio.run(scenario)
+
+    entries = database.rows("SELECT value, kind, version FROM memories_memoryentry WHERE uid = 'zoe'")
+    events = database.rows(
+        "SELECT action, version, value_after FROM memories_memoryevent WHERE uid = 'zoe' ORDER BY id"
+    )
+    assert entries == [("Lyon", "fact", 2)]
+    assert events == [("create", 1, "Paris"), ("update", 2, "Lyon")]
