@@ -21,15 +21,19 @@ The account is then put in the ASGI scope, where the tools find it (tools.ACCOUN
 import asyncio
 import json
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
+from django.http import HttpRequest
 from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework.authtoken.models import Token
+from rest_framework.request import Request
+from rest_framework.views import APIView
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
@@ -39,8 +43,11 @@ MCP_PATHS = ("/mcp", "/mcp/")
 AUTH_SCHEMES = ("bearer", "token")
 
 
-def _account_in_scope(ctx: Context) -> AbstractBaseUser:
-    return ctx.request_context.request.scope[ACCOUNT_SCOPE_KEY]
+def _account_in_scope(ctx: Context) -> User:
+    request = ctx.request_context.request
+    if request is None:
+        raise LookupError("an MCP call over HTTP without its HTTP request")
+    return request.scope[ACCOUNT_SCOPE_KEY]
 
 
 def _allowed_hosts() -> list[str]:
@@ -66,18 +73,9 @@ def origin_allowed(origin: str) -> bool:
     return bool(domain) and validate_host(domain, [host for host in _allowed_hosts() if host != "*"])
 
 
-@dataclass
-class _ThrottledRequest:
-    """What TokenRateThrottle reads of a request: the token and its account."""
-
-    auth: Token
-    user: AbstractBaseUser
-    META: dict[str, str]
-
-
 @dataclass(frozen=True)
 class Admission:
-    account: AbstractBaseUser | None = None
+    account: User | None = None
     status: int = 200
     detail: str = ""
     retry_after: int | None = None
@@ -88,9 +86,13 @@ def admit(token_key: str, client_address: str) -> Admission:
     token = Token.objects.select_related("user").filter(key=token_key).first()
     if token is None or not token.user.is_active:
         return Admission(status=401, detail="Invalid token: send an API token of an active account.")
+    # The throttle reads the request's token and account (and the address when there is no token).
+    http_request = HttpRequest()
+    http_request.META["REMOTE_ADDR"] = client_address
+    request = Request(http_request)
+    request.user, request.auth = token.user, token
     throttle = TokenRateThrottle()
-    request = _ThrottledRequest(auth=token, user=token.user, META={"REMOTE_ADDR": client_address})
-    if not throttle.allow_request(request, None):
+    if not throttle.allow_request(request, APIView()):
         wait = throttle.wait()
         retry_after = math.ceil(wait) if wait is not None else None
         return Admission(
@@ -217,7 +219,7 @@ class MCPApplication:
         await self.manager.handle_request(scope, receive, send)
 
 
-def with_mcp(django_application: ASGIApp) -> ASGIApp:
+def with_mcp(django_application: Callable[..., Awaitable[None]]) -> ASGIApp:
     """The hub's ASGI application: /mcp to the MCP server, everything else to Django."""
     mcp_application = MCPApplication()
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -37,7 +37,7 @@ INSTRUCTIONS = (
 # Where memories.mcp.http puts the token's account in the ASGI scope for the tools to find.
 ACCOUNT_SCOPE_KEY = "memoryhub.account"
 
-AccountResolver = Callable[[Context], AbstractBaseUser]
+AccountResolver = Callable[[Context], User]
 Result = TypeVar("Result")
 
 Uid = Annotated[
