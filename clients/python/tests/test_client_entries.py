@@ -78,7 +78,8 @@ def test_a_stale_if_match_is_refused_and_changes_nothing(client: MemoryHub, uid:
     # The current version (as an Entry, a number or the ETag itself) goes through.
     assert client.put(uid, "shell", "fish", if_match=current).version == 3
     assert client.update(uid, "shell", kind="tool", if_match=3).version == 4
-    client.delete(uid, "shell", if_match='"4"')
+    assert client.update(uid, "shell", kind="shell", if_match="4").version == 5
+    client.delete(uid, "shell", if_match='"5"')
     with pytest.raises(NotFound):
         client.get(uid, "shell")
 

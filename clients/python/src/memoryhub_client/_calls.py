@@ -28,12 +28,12 @@ Version = int | str | Entry
 
 
 def if_match_value(version: Version) -> str:
-    """If-Match for a version given as 3, '"3"', '*' or the Entry itself."""
+    """If-Match for a version given as 3, "3", '"3"', '*' or the Entry itself."""
     if isinstance(version, Entry):
         return version.etag
     if isinstance(version, bool):
         raise TypeError("if_match takes a version, an ETag or an Entry, not a bool.")
-    if isinstance(version, int):
+    if isinstance(version, int) or version.isdigit():
         return f'"{version}"'
     return version
 
