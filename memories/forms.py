@@ -38,6 +38,11 @@ def parse_meta(text: str) -> dict:
     return _checked(check_meta, meta)
 
 
+def same_lines(text: str) -> str:
+    """text with its line breaks as LF, the way a textarea's CRLF (or a lone CR) is compared and stored."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def format_meta(meta: dict) -> str:
     """meta as the pretty JSON the form and the entry page show."""
     return json.dumps(meta, indent=2, ensure_ascii=False, sort_keys=True)
@@ -68,9 +73,8 @@ class EntryChangeForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     def clean_value(self) -> str:
-        # Browsers send a textarea's line breaks as CRLF; store them as the API's clients do, as LF,
-        # so saving an untouched multi-line value changes nothing.
-        return _checked(check_value, self.cleaned_data["value"].replace("\r\n", "\n"))
+        # Browsers send every line break of a textarea as CRLF; store them as the API's clients do, as LF.
+        return _checked(check_value, same_lines(self.cleaned_data["value"]))
 
     def clean_kind(self) -> str:
         return _checked(check_kind, self.cleaned_data["kind"])
@@ -85,14 +89,17 @@ class EntryCreateForm(EntryChangeForm):
     field_order = ["uid", "key", "value", "kind", "meta"]
 
     # Empty uid and key get the checks' messages (which name the limits), not Django's "required".
+    # uid and key are kept exactly as typed, as the API keeps them: "alice " and "alice" are two users.
     uid = forms.CharField(
         required=False,
+        strip=False,
         widget=forms.TextInput(attrs={"required": True}),
         label="User (uid)",
         help_text="Who the memory is about, e.g. alice or discord:1234.",
     )
     key = forms.CharField(
         required=False,
+        strip=False,
         widget=forms.TextInput(attrs={"required": True}),
         help_text="A short name for the memory, e.g. language.",
     )

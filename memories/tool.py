@@ -105,8 +105,9 @@ def _delete(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key = args.get("key")
     if not key:
         return _error("key required")
-    if isinstance(key, str):
-        services.entry_delete(owner=account, uid=uid, key=key)
+    if not isinstance(key, str):
+        return _error("key must be a string")
+    services.entry_delete(owner=account, uid=uid, key=key)
     # Deleting what is not there succeeds, as it always has for agents.
     return {"ok": True}
 

@@ -22,7 +22,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -32,7 +32,7 @@ from rest_framework.authtoken.models import Token
 
 from memories import accounts, diff, selectors, services
 from memories.backends import hub_status
-from memories.forms import EntryChangeForm, EntryCreateForm, format_meta
+from memories.forms import EntryChangeForm, EntryCreateForm, format_meta, same_lines
 from memories.models import MemoryEvent
 from memories.validation import InvalidField
 
@@ -285,12 +285,15 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
         form = EntryChangeForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
+            # A value that differs from the stored one only in its line breaks (the textarea sends CRLF)
+            # is the stored one: saving an untouched form changes nothing.
+            value = entry.value if same_lines(entry.value) == data["value"] else data["value"]
             try:
                 result = services.entry_update(
                     owner=scope.owner,
                     uid=uid,
                     key=key,
-                    value=data["value"],
+                    value=value,
                     kind=data["kind"],
                     meta=data["meta"],
                     actor=accounts.request_account(request),
@@ -326,7 +329,29 @@ def entry_delete(request: HttpRequest) -> HttpResponse:
     uid, key = _required(request, "uid"), _required(request, "key")
     scope = _scope(request)
     if request.method == "POST":
-        if services.entry_delete(owner=scope.owner, uid=uid, key=key, actor=accounts.request_account(request)) is None:
+        # The version the confirmation showed: a memory changed since is not deleted unseen.
+        shown = request.POST.get("version", "")
+        expected_version = int(shown) if shown.isascii() and shown.isdigit() else None
+        if expected_version is None:
+            return HttpResponseBadRequest("The delete form needs the version it showed; reload the page.")
+        try:
+            deleted = services.entry_delete(
+                owner=scope.owner,
+                uid=uid,
+                key=key,
+                actor=accounts.request_account(request),
+                expected_version=expected_version,
+            )
+        except services.VersionConflict as conflict:
+            if not conflict.current:  # there is no such memory (any more)
+                raise Http404("No memory has that uid and key.") from None
+            messages.error(
+                request,
+                f"{key} changed since you asked to delete it (it is now at version {conflict.current}); "
+                "it was not deleted. Read it again, then delete it if you still want to.",
+            )
+            return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=uid, key=key))
+        if deleted is None:
             raise Http404("No memory has that uid and key.")
         messages.success(request, f"Deleted {key}. Its history stays on its page.")
         return HttpResponseRedirect(page_url("dashboard:user", scope, uid=uid))

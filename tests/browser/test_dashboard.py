@@ -66,8 +66,8 @@ def test_a_person_creates_searches_edits_and_reads_the_history_of_a_memory(page:
     expect(page.locator("pre.value")).to_have_text("prefers Rust")
     latest_change = page.locator("ol.history > li").first
     expect(latest_change).to_contain_text("updated")
-    expect(latest_change.locator("pre.before")).to_have_text("prefers Python")
-    expect(latest_change.locator("pre.after")).to_have_text("prefers Rust")
+    expect(latest_change.locator("pre.diff del")).to_have_text("Python")
+    expect(latest_change.locator("pre.diff ins")).to_have_text("Rust")
     assert selectors.entry_get(owner=owner, uid="alice", key="language").version == 2
 
 

@@ -109,7 +109,7 @@ def test_an_edit_made_on_a_stale_version_is_refused_and_kept_on_screen(owner_cli
 def test_deleting_asks_first_then_deletes_and_keeps_the_history(owner_client, owner, language):
     assert "Delete language?" in owner_client.get("/memory/delete/?uid=alice&key=language").content.decode()
     assert selectors.entry_get(owner=owner, uid="alice", key="language") is not None
-    response = owner_client.post("/memory/delete/?uid=alice&key=language")
+    response = owner_client.post("/memory/delete/?uid=alice&key=language", {"version": 1})
     assert response["Location"] == "/user/?uid=alice"
     assert selectors.entry_get(owner=owner, uid="alice", key="language") is None
     assert list(MemoryEvent.objects.filter(owner=owner).values_list("action", flat=True).order_by("id")) == [
@@ -141,7 +141,9 @@ def test_writes_without_the_csrf_token_are_refused(owner, language):
 def test_an_account_cannot_change_another_accounts_memories(stranger_client, owner, language):
     edit = {"value": "hijacked", "kind": "preference", "meta": "{}", "version": "1"}
     assert stranger_client.post("/memory/edit/?uid=alice&key=language&account=owner", edit).status_code == 404
-    assert stranger_client.post("/memory/delete/?uid=alice&key=language&account=owner").status_code == 404
+    assert (
+        stranger_client.post("/memory/delete/?uid=alice&key=language&account=owner", {"version": 1}).status_code == 404
+    )
     assert stranger_client.post("/user/forget/?uid=alice&account=owner").status_code == 404
     language.refresh_from_db()
     assert language.value == "prefers Python"

@@ -163,3 +163,11 @@ def test_the_schema_is_the_tools_function_calling_schema(owner_api):
         "evaluate",
     ]
     assert set(schema["parameters"]["properties"]) == {"action", "uid", "key", "value", "query", "meta"}
+
+
+@pytest.mark.parametrize("key", [1, ["language"], {"k": "language"}, True])
+def test_delete_with_a_key_that_is_not_a_string_is_an_error_and_deletes_nothing(owner, owner_api, key):
+    call(owner_api, action="store", uid="alice", key="language", value="prefers Python")
+
+    assert call(owner_api, action="delete", uid="alice", key=key) == {"ok": False, "error": "key must be a string"}
+    assert call(owner_api, action="get", uid="alice", key="language")["value"] == "prefers Python"
