@@ -47,7 +47,7 @@ def _memory(uid: str, key: str) -> str:
 
 
 def _entry(response: httpx.Response) -> Entry:
-    return Entry.from_json(response.json())
+    return Entry.from_json(response.json(), etag=response.headers.get("ETag"))
 
 
 def _nothing(response: httpx.Response) -> None:

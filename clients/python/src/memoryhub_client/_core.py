@@ -115,7 +115,7 @@ def segment(value: str, *, name: str) -> str:
     return quote(value, safe="")
 
 
-def build_request(http: httpx.Client | httpx.AsyncClient, settings: Settings, call: Call[Any]) -> httpx.Request:
+def build_request(http: httpx.Client | httpx.AsyncClient, call: Call[Any]) -> httpx.Request:
     """The httpx request for a call (both kinds of httpx client build requests the same way)."""
     params = {name: value for name, value in (call.params or {}).items() if value is not None}
     return http.build_request(

@@ -85,7 +85,7 @@ class AsyncMemoryHub:
     async def _send(self, call: _core.Call[T]) -> T:
         attempt = 0
         while True:
-            request = _core.build_request(self._http, self._settings, call)
+            request = _core.build_request(self._http, call)
             try:
                 response = await self._http.send(request)
             except httpx.TransportError as error:

@@ -38,7 +38,8 @@ def _required_time(text: str) -> datetime:
 
 @dataclass(frozen=True)
 class Entry:
-    """One memory. `etag` is what If-Match wants to see to change exactly this version."""
+    """One memory. `etag` is what If-Match wants to see to change exactly this version: the hub's
+    ETag header where the answer had one (get, put, update, restore), else made from the version."""
 
     uid: str
     key: str
@@ -52,13 +53,14 @@ class Entry:
     # comparable within one query) and the query's terms the entry holds.
     score: float | None = None
     matched_terms: tuple[str, ...] = ()
+    etag: str = ""
 
-    @property
-    def etag(self) -> str:
-        return f'"{self.version}"'
+    def __post_init__(self) -> None:
+        if not self.etag:
+            object.__setattr__(self, "etag", f'"{self.version}"')
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Entry:
+    def from_json(cls, data: dict[str, Any], *, etag: str | None = None) -> Entry:
         score = data.get("score")
         return cls(
             uid=data["uid"],
@@ -71,6 +73,7 @@ class Entry:
             updated=_required_time(data["updated"]),
             score=float(score) if isinstance(score, int | float) else None,
             matched_terms=tuple(data.get("matched_terms") or ()),
+            etag=etag or "",
         )
 
 
