@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from memories import agents_benchmark
+from benchmarks import agents as agents_benchmark
 
 
 class Command(BaseCommand):
