@@ -308,6 +308,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # httpx (under the Honcho SDK) and httpx2 (under the MCP SDK) log every request at INFO; only their problems are worth a line.
+    # httpx (under the Honcho SDK) and httpx2 (under the MCP SDK) log every request at INFO; only their
+    # problems are worth a line.
     "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
