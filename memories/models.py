@@ -213,8 +213,8 @@ class EntryEmbedding(models.Model):
     class Meta:
         verbose_name = "entry embedding"
         indexes = [
-            # a search: one user's vectors of one model
-            models.Index(fields=["owner", "uid", "model"], name="entry_embedding_user_model"),
+            # a search: one user's vectors of one model; with embedded_at, the cache's check reads the index alone
+            models.Index(fields=["owner", "uid", "model", "embedded_at"], name="entry_embedding_user_stamp"),
             # the worker's claim: pending rows only
             models.Index(fields=["entry"], condition=models.Q(pending=True), name="entry_embedding_pending"),
         ]
