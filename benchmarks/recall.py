@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from benchmarks.timing import Samples, timed
 from evaluation.recall_set import Category, Memory, Question, RecallSet, Split
-from memories import accounts, search, selectors, services
+from memories import accounts, selectors, services
 from memories.models import MemoryEntry
 
 DEFAULT_SIZES = (100, 10_000)
@@ -184,11 +184,6 @@ def rank_semantic(owner: User, uid: str, query_text: str, limit: int) -> RankRes
     return [(keys[entry_id], similarity) for entry_id, similarity in nearest if entry_id in keys]
 
 
-def _hub_fuses() -> bool:
-    """Whether the hub's ?q= fuses lexical and semantic results (memories.search.hybrid_ranked)."""
-    return hasattr(search, "hybrid_ranked")
-
-
 def embeddings_catch_up(progress: Progress) -> int:
     """Embed every pending entry, as `manage.py work --once` would; the number embedded (0 when off)."""
     if embeddings_mode() == "off":
@@ -239,14 +234,7 @@ def rankings_available() -> list[Ranking]:
         rankings.append(Ranking(name="semantic", description=semantic, rank=rank_semantic, cutoff=cutoff))
     else:
         rankings.append(Ranking(name="semantic", description=semantic, unavailable="the hub has no vector search yet"))
-    if _hub_fuses():
-        rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical))
-    else:
-        rankings.append(
-            Ranking(
-                name="hybrid", description=hybrid, unavailable="the hub's ?q= does not fuse lexical and semantic yet"
-            )
-        )
+    rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical))
     return rankings
 
 
@@ -667,6 +655,25 @@ class RecallReport:
         }
 
 
+NOT_FUSED = "?q= with embeddings on answered every question exactly as the lexical ranking: the hub does not fuse"
+
+
+def _unless_fused(results: list[RankingResult]) -> None:
+    """Mark hybrid not available when ?q= with embeddings on returned just what the lexical ranking did.
+
+    Whether ?q= fuses is read from what it answers, not from the hub's module names: a hub whose
+    ?q= ignores the vectors has no hybrid ranking, whatever MEMORYHUB_EMBEDDINGS says.
+    """
+    by_name = {result.name: result for result in results}
+    lexical, hybrid = by_name.get("lexical"), by_name.get("hybrid")
+    if lexical is None or hybrid is None or lexical.unavailable or hybrid.unavailable:
+        return
+    if [outcome.keys for outcome in hybrid.outcomes] == [outcome.keys for outcome in lexical.outcomes]:
+        results[results.index(hybrid)] = RankingResult(
+            name=hybrid.name, description=hybrid.description, unavailable=NOT_FUSED
+        )
+
+
 def database_description() -> str:
     if connection.vendor == "sqlite":
         return f"SQLite {sqlite3.sqlite_version}"
@@ -727,6 +734,7 @@ def recall_benchmark_run(
                 if not ranking.unavailable:
                     say(f"{per_user:,} per user: asking {ranking.name}")
                 results.append(ranking_measure(ranking=ranking, owner=owner, shipped=measured, unseen=unseen))
+            _unless_fused(results)
             report.sizes.append(
                 SizeResult(
                     per_user=per_user,

@@ -294,3 +294,18 @@ def test_the_shipped_sets_load_at_a_small_size_and_every_ranking_is_reported(set
     assert names == ["substring", "lexical", "semantic", "hybrid"]
     assert _ranking(document, "semantic")["unavailable"] == "MEMORYHUB_EMBEDDINGS=off"
     assert _ranking(document, "lexical")["scores"]["all"]["questions"] == 144
+
+
+def _measured(name: str, keys: tuple[str, ...]) -> recall.RankingResult:
+    question = recall_set_load().questions[0]
+    outcome = recall.Outcome(question=question, answer_keys=("editor",), keys=keys, nothing_found=None)
+    return recall.RankingResult(name=name, description=name, unavailable="", outcomes=[outcome])
+
+
+def test_hybrid_that_answers_exactly_as_lexical_is_reported_as_not_fusing() -> None:
+    results = [_measured("lexical", ("editor", "shell")), _measured("hybrid", ("editor", "shell"))]
+    recall._unless_fused(results)
+    assert results[1].unavailable == recall.NOT_FUSED
+    fused = [_measured("lexical", ("editor", "shell")), _measured("hybrid", ("shell", "editor"))]
+    recall._unless_fused(fused)
+    assert fused[1].unavailable == ""
