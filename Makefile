@@ -7,11 +7,10 @@ PORT   ?= 8000
 # The secret key: the environment's if set, else one kept in data/secret_key (made on first run).
 WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 
-# `make serve`: gunicorn with WORKERS processes (sync workers, each request on its own connection).
+# `make serve`: gunicorn with WORKERS uvicorn worker processes over memoryhub.asgi (the rest of
+# its settings, the access log's among them, in memoryhub/gunicorn.conf.py).
 WORKERS ?= 4
 TIMEOUT ?= 30
-# The access log leaves out query strings: a search's text (?q=...) is the agent's, not the log's.
-ACCESS_LOG_FORMAT := %(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(L)ss
 
 .PHONY: run serve lint test install install-dev migrate clean screenshots benchmark
 
@@ -51,9 +50,8 @@ serve: migrate
 	@$(PY) -m memoryhub.preflight $(HOST) $(PORT)
 	$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
 	$(WITH_KEY) $(PY) manage.py first_run --url http://$(HOST):$(PORT)
-	$(WITH_KEY) exec $(VENV)/bin/gunicorn memoryhub.wsgi:application --bind $(HOST):$(PORT) \
-		--workers $(WORKERS) --timeout $(TIMEOUT) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --no-control-socket \
-		--forwarded-allow-ips "$${FORWARDED_ALLOW_IPS:-127.0.0.1}"
+	$(WITH_KEY) exec $(VENV)/bin/gunicorn -c memoryhub/gunicorn.conf.py --bind $(HOST):$(PORT) \
+		--workers $(WORKERS) --timeout $(TIMEOUT)
 
 # The rules the code keeps: lint, format and types (config in pyproject.toml).
 lint: $(VENV)/.installed-dev

@@ -5,6 +5,7 @@ loads (for the default throttle), so nothing here imports rest_framework.views a
 """
 
 import hashlib
+import time
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
@@ -16,10 +17,11 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle
 
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import InvalidField
+from memoryhub.ratelimit import parse_rate, rate_window
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -100,24 +102,35 @@ class HubJSONParser(JSONParser):
             raise ParseError("JSON parse error - the body is nested too deeply.") from None
 
 
-class TokenRateThrottle(SimpleRateThrottle):
+class TokenRateThrottle(BaseThrottle):
     """Counts requests per API token (per account for a logged-in session); no limit when the rate is empty.
 
-    The rate is read from settings on every request, so a changed setting applies at once.
+    Fixed windows aligned to the clock, counted in memoryhub.ratelimit (shared memory on one
+    machine, or Redis). The rate is read from settings on every request, so a changed setting
+    applies at once. Refused requests count too: a client that keeps knocking waits the window out.
     """
 
-    scope = "token"
+    def __init__(self) -> None:
+        self.retry_after = 0.0
 
-    def get_rate(self) -> str | None:
-        return settings.MEMORYHUB_RATE_LIMIT or None
+    def allow_request(self, request: Request, view: "APIView") -> bool:
+        if not settings.MEMORYHUB_RATE_LIMIT:
+            return True
+        rate = parse_rate(settings.MEMORYHUB_RATE_LIMIT)
+        window = rate_window(self.ident_of(request), rate)
+        if window.count <= rate.limit:
+            return True
+        self.retry_after = max(window.ends_at - time.time(), 1.0)
+        return False
 
-    def get_cache_key(self, request: Request, view: "APIView") -> str:
+    def wait(self) -> float:
+        return self.retry_after
+
+    def ident_of(self, request: Request) -> str:
         token_key = getattr(request.auth, "key", None)
         if token_key:
-            # The counter is named after a digest: the token itself never lands in the cache.
-            ident = "token-" + hashlib.sha256(token_key.encode()).hexdigest()[:32]
-        elif request.user and request.user.is_authenticated:
-            ident = f"account-{request.user.pk}"
-        else:
-            ident = f"address-{self.get_ident(request) or 'unknown'}"
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+            # The counter is named after a digest: the token itself never lands in the counters.
+            return "token-" + hashlib.sha256(token_key.encode()).hexdigest()[:32]
+        if request.user and request.user.is_authenticated:
+            return f"account-{request.user.pk}"
+        return f"address-{self.get_ident(request) or 'unknown'}"

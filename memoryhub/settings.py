@@ -4,6 +4,7 @@ Every variable is listed in the README. A bad value raises ImproperlyConfigured 
 never later. Nothing here makes a network call.
 """
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -127,28 +128,34 @@ SQLITE_OPTIONS = {
     "transaction_mode": "IMMEDIATE",
     "timeout": envint("SQLITE_BUSY_TIMEOUT", 20, minimum=1),
 }
+# Seconds a worker keeps its database connection between requests. Reopening SQLite per request
+# costs the open, the PRAGMAs and, when it was the last connection, a WAL checkpoint (it halved GET
+# throughput over HTTP); reopening PostgreSQL costs a TCP and authentication handshake.
+DB_CONN_MAX_AGE = envint("DB_CONN_MAX_AGE", 60)
 if DATABASE_URL:
     try:
-        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60))}
+        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=DB_CONN_MAX_AGE)}
     except ValueError as error:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {error}") from None
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+        # The same connection handling as the default SQLite database below.
         DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
-        DATABASES["default"]["CONN_MAX_AGE"] = 0
-    else:
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Off by default: a health check is a round trip to PostgreSQL at the start of every request
+    # that reuses its connection. Without it a connection the server dropped (a restart) fails
+    # the one request that meets it, and Django then closes it; set DB_CONN_HEALTH_CHECKS=1 to
+    # pay the round trip instead.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = envbool("DB_CONN_HEALTH_CHECKS", False)
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(DATA_DIR / "memoryhub.sqlite3"),
             "OPTIONS": dict(SQLITE_OPTIONS),
-            # Seconds a worker keeps its connection between requests, as for PostgreSQL. Reopening
-            # SQLite per request costs the open, the PRAGMAs and, when it was the last connection,
-            # a WAL checkpoint: it tripled the latency of a GET over HTTP in the benchmark.
-            "CONN_MAX_AGE": envint("DB_CONN_MAX_AGE", 60),
+            "CONN_MAX_AGE": DB_CONN_MAX_AGE,
         }
     }
+# No ATOMIC_REQUESTS: a read runs in autocommit, with no BEGIN and COMMIT around it; every write
+# opens its own transaction in memories.services.
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -194,13 +201,33 @@ if MEMORYHUB_RATE_LIMIT and not re.fullmatch(
         "MEMORYHUB_RATE_LIMIT must look like 1200/minute (per second, minute, hour or day); "
         f"got {MEMORYHUB_RATE_LIMIT!r}"
     )
-# The rate limit's counters live in a folder, so every worker process on a machine shares them.
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-        "LOCATION": os.environ.get("MEMORYHUB_CACHE_DIR") or str(DATA_DIR / "cache"),
+# The rate limit's counters: by default a table in shared memory that every worker process of
+# this machine maps (memoryhub.ratelimit), so the limit holds on one machine with no file or
+# database write per request. MEMORYHUB_CACHE_URL (redis://...) moves them, and Django's cache,
+# to a Redis that every app server shares: the limit then holds across all of them.
+MEMORYHUB_CACHE_URL = os.environ.get("MEMORYHUB_CACHE_URL", "").strip()
+if MEMORYHUB_CACHE_URL and not MEMORYHUB_CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(
+        f"MEMORYHUB_CACHE_URL must be a Redis URL (redis://, rediss:// or unix://); got {MEMORYHUB_CACHE_URL!r}"
+    )
+# Seconds before a Redis call is given up (the request then goes uncounted, never refused).
+REDIS_TIMEOUT = envfloat("MEMORYHUB_CACHE_TIMEOUT", 1.0)
+if MEMORYHUB_CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": MEMORYHUB_CACHE_URL,
+            "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT, "socket_timeout": REDIS_TIMEOUT},
+        }
     }
-}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The shared table's file: in /dev/shm (memory, never written to disk) where the system has it,
+# one per data folder and database, so two hubs on one machine keep their own counters.
+_SHARED_MEMORY_DIR = Path("/dev/shm")
+MEMORYHUB_RATE_LIMIT_TABLE = (
+    _SHARED_MEMORY_DIR if _SHARED_MEMORY_DIR.is_dir() and os.access(_SHARED_MEMORY_DIR, os.W_OK) else DATA_DIR
+) / ("memoryhub-ratelimit-" + hashlib.sha256(f"{DATA_DIR.resolve()}|{DATABASE_URL}".encode()).hexdigest()[:16])
 
 # Panels other apps add to the dashboard's overview: dotted paths of callables (request, owner) ->
 # None or {"template": ..., values} (see memories.views._overview_panels). Append new panels below.

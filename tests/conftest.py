@@ -4,6 +4,8 @@ owner: the account whose memories a test is about; stranger: another account of 
 anonymous: no credentials at all. Each API client is authenticated with the account's real token.
 """
 
+import os
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -94,3 +96,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A real Redis server's URL: .ci/run starts one and names it in MEMORYHUB_TEST_REDIS_URL."""
+    url = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "")
+    if not url:
+        if os.environ.get("CI"):
+            pytest.fail("MEMORYHUB_TEST_REDIS_URL is not set: CI runs the Redis tests against a real server")
+        pytest.skip("MEMORYHUB_TEST_REDIS_URL names no Redis server (.ci/run starts one)")
+    return url

@@ -1,4 +1,5 @@
-"""A real hub for the reliability tests: gunicorn with several worker processes on 127.0.0.1.
+"""A real hub for the reliability tests: `make serve`'s server (gunicorn with uvicorn workers, from
+memoryhub/gunicorn.conf.py) with several worker processes on 127.0.0.1.
 
 The test opens the listening socket itself and hands it to gunicorn (bind fd://N), so the port is
 known and connections queue in the backlog until a worker takes them: no waiting for start-up.
@@ -18,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +133,9 @@ class RunningHub:
 
 
 @contextmanager
-def running_hub(database: HubDatabase, log_path: Path, *, workers: int = 4) -> Iterator[RunningHub]:
+def running_hub(
+    database: HubDatabase, log_path: Path, *, workers: int = 4, env: dict[str, str] | None = None
+) -> Iterator[RunningHub]:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -141,17 +145,17 @@ def running_hub(database: HubDatabase, log_path: Path, *, workers: int = 4) -> I
         process = subprocess.Popen(
             [
                 str(GUNICORN),
-                "memoryhub.wsgi:application",
+                "-c",
+                "memoryhub/gunicorn.conf.py",
                 "--bind",
                 f"fd://{listener.fileno()}",
                 "--workers",
                 str(workers),
                 "--timeout",
                 "60",
-                "--no-control-socket",
             ],
             cwd=PROJECT,
-            env=_environment(database),
+            env=_environment(database, env),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             pass_fds=(listener.fileno(),),
@@ -172,7 +176,7 @@ def running_hub(database: HubDatabase, log_path: Path, *, workers: int = 4) -> I
 
 def call(
     port: int, method: str, path: str, token: str, body: Any = None, headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], Any]:
+) -> tuple[int, Message, Any]:
     """One request on a fresh connection; returns (status, headers, decoded JSON body or None)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
@@ -187,7 +191,8 @@ def call(
         decoded = (
             json.loads(raw) if raw and response.getheader("Content-Type", "").startswith("application/json") else None
         )
-        return response.status, dict(response.getheaders()), decoded
+        # The headers as a message, so names match whatever their case (uvicorn sends them in lower case).
+        return response.status, response.headers, decoded
     finally:
         connection.close()
 

@@ -3,19 +3,12 @@
 import json
 
 import pytest
-from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memories import services
 
 URL = "/api/v1/users/alice/memories/notes"
-
-
-@pytest.fixture
-def memory_cache(settings):
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def test_a_body_over_the_cap_is_refused_with_413_naming_the_limit_and_nothing_is_stored(owner_api, settings):
@@ -45,7 +38,7 @@ def test_a_malformed_content_length_is_a_400(owner_api):
     assert response.status_code == 400
 
 
-def test_a_token_over_its_rate_gets_429_with_retry_after(owner_api, settings, memory_cache):
+def test_a_token_over_its_rate_gets_429_with_retry_after(owner_api, settings):
     settings.MEMORYHUB_RATE_LIMIT = "3/minute"
     statuses = [owner_api.get("/api/v1/info").status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
@@ -54,7 +47,7 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(owner_api, settings, me
     assert 1 <= int(refused["Retry-After"]) <= 60
 
 
-def test_the_rate_limit_counts_each_token_on_its_own(owner_api, stranger_api, settings, memory_cache):
+def test_the_rate_limit_counts_each_token_on_its_own(owner_api, stranger_api, settings):
     settings.MEMORYHUB_RATE_LIMIT = "2/minute"
     for _ in range(2):
         owner_api.get("/api/v1/info")
@@ -62,9 +55,22 @@ def test_the_rate_limit_counts_each_token_on_its_own(owner_api, stranger_api, se
     assert stranger_api.get("/api/v1/info").status_code == 200
 
 
-def test_an_empty_rate_limit_turns_it_off(owner_api, settings, memory_cache):
+def test_an_empty_rate_limit_turns_it_off(owner_api, settings):
     settings.MEMORYHUB_RATE_LIMIT = ""
     assert {owner_api.get("/api/v1/info").status_code for _ in range(30)} == {200}
+
+
+def test_counting_a_request_costs_no_database_query(owner, owner_api, settings):
+    services.entry_put(owner=owner, uid="alice", key="notes", value="v")
+    owner_api.get(URL)  # the first request of the connection
+    settings.MEMORYHUB_RATE_LIMIT = ""
+    with CaptureQueriesContext(connection) as uncounted:
+        assert owner_api.get(URL).status_code == 200
+    settings.MEMORYHUB_RATE_LIMIT = "1000/minute"
+    with CaptureQueriesContext(connection) as counted:
+        assert owner_api.get(URL).status_code == 200
+
+    assert [query["sql"] for query in counted] == [query["sql"] for query in uncounted]
 
 
 def test_a_page_size_above_the_cap_gives_the_cap(owner, owner_api, settings):
