@@ -43,6 +43,6 @@ def configuration_error(error: BaseException) -> str | None:
         folder = os.environ.get("MEMORYHUB_DATA_DIR") or "./data"
         return (
             f"cannot write {error.filename} ({error.strerror}): MEMORYHUB_DATA_DIR={folder} must be a folder this "
-            "user can create and write (and MEMORYHUB_CACHE_DIR, when set)"
+            "user can create and write"
         )
     return None
