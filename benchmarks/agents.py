@@ -2,9 +2,9 @@
 
 - In process: selectors.context_block at the default budget, with no query, a common word and a
   rare one, for a user with --entries memories. Target: p50 <= 5 ms at 1,000 entries.
-- Over HTTP, in one run against one server (gunicorn with one uvicorn worker serving memoryhub.asgi
-  on loopback): an MCP `recall` over Streamable HTTP through the official SDK's client, and the same
-  search as REST (`GET /api/v1/users/{uid}/memories/?q=...&page_size=10`) on the same kind of
+- Over HTTP, in one run against one server (`make serve`'s gunicorn with one uvicorn worker over
+  memoryhub.asgi, on loopback): an MCP `recall` over Streamable HTTP through the official SDK's
+  client, and the same search as REST (`GET /api/v1/users/{uid}/memories/?q=...&page_size=10`) on the same kind of
   keep-alive HTTP client, alternating in blocks so that load on the machine falls on both alike.
   The MCP session's initialize handshake is made once, before timing. Target: MCP p50 <= 1.5 x REST p50.
 - stdio: seconds from starting `manage.py mcp --account NAME` to the answer of list_tools (after
@@ -143,12 +143,15 @@ def time_recall_over_http(
     port = listener.getsockname()[1]
     gunicorn = Path(sys.executable).with_name("gunicorn")
     command = [
-        str(gunicorn), "memoryhub.asgi:application", "--worker-class", "uvicorn.workers.UvicornWorker",
-        "--workers", "1", "--bind", f"fd://{listener.fileno()}", "--timeout", "60", "--log-level", "warning",
-        "--chdir", str(settings.BASE_DIR), "--no-control-socket",
+        str(gunicorn), "-c", "memoryhub/gunicorn.conf.py", "--workers", "1", "--bind", f"fd://{listener.fileno()}",
+        "--timeout", "60", "--log-level", "warning", "--access-logfile", "/dev/null", "--chdir", str(settings.BASE_DIR),
     ]  # fmt: skip
     server = subprocess.Popen(
-        command, env=child_environment(workdir), pass_fds=(listener.fileno(),), start_new_session=True
+        command,
+        env=child_environment(workdir),
+        pass_fds=(listener.fileno(),),
+        start_new_session=True,
+        cwd=settings.BASE_DIR,
     )
     listener.close()
     try:

@@ -73,7 +73,8 @@ class HttpHub:
 
 @contextmanager
 def running_asgi_hub(environment: dict[str, str], log_path: Path, *, workers: int = 2) -> Iterator[HttpHub]:
-    """gunicorn with uvicorn workers serving memoryhub.asgi, on a socket opened here (so the port is free)."""
+    """`make serve`'s server (gunicorn with uvicorn workers over memoryhub.asgi, memoryhub/gunicorn.conf.py),
+    on a socket opened here, so the port is free and known at once."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -83,16 +84,14 @@ def running_asgi_hub(environment: dict[str, str], log_path: Path, *, workers: in
         process = subprocess.Popen(
             [
                 str(GUNICORN),
-                "memoryhub.asgi:application",
-                "--worker-class",
-                "uvicorn.workers.UvicornWorker",
+                "-c",
+                "memoryhub/gunicorn.conf.py",
                 "--bind",
                 f"fd://{listener.fileno()}",
                 "--workers",
                 str(workers),
                 "--timeout",
                 "60",
-                "--no-control-socket",
             ],
             cwd=PROJECT,
             env=environment,
