@@ -30,10 +30,14 @@ class BackendResultInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["started", "ops", "recommendation", "requested_by"]
+    list_display = ["requested", "status", "ops", "recommendation", "requested_by"]
+    list_filter = ["status"]
     list_select_related = ["requested_by"]
-    date_hierarchy = "started"
-    fields = ("started", "finished", "ops", "recommendation", "requested_by")
+    date_hierarchy = "requested"
+    fields = (
+        "requested", "status", "error", "attempts", "started", "finished", "ops", "backends", "recommendation",
+        "requested_by",
+    )  # fmt: skip
     readonly_fields = fields
     inlines = [BackendResultInline]
 

@@ -1,17 +1,23 @@
-"""GET /api/v1/evaluations/ (stored runs, newest first) and POST (run one now; staff only)."""
+"""GET /api/v1/evaluations/ (stored runs, newest first), POST (ask for one; staff only) and
+GET /api/v1/evaluations/{id} (one run: pending, running, done with its results, or failed).
+
+A POST answers 202 at once with the pending run and its address in `Location`; the worker
+(`manage.py work`) measures it.
+"""
 
 from typing import Any
 
 from django.contrib.auth.models import User
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, permissions, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from evaluation import selectors
 from evaluation.models import EvaluationRun
-from evaluation.services import DEFAULT_OPS, MAX_OPS, EvaluationError, evaluation_run, stored_result_as_json
+from evaluation.services import DEFAULT_OPS, MAX_OPS, EvaluationError, evaluation_request, stored_result_as_json
 from memories.accounts import request_account
 from memories.backends import BACKENDS
 from memoryhub.api import MemoryPagination
@@ -27,7 +33,10 @@ class EvaluationRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = EvaluationRun
-        fields = ["id", "started", "finished", "ops", "recommendation", "requested_by", "results"]
+        fields = [
+            "id", "status", "error", "requested", "started", "finished", "ops", "backends", "recommendation",
+            "requested_by", "results",
+        ]  # fmt: skip
         read_only_fields = fields
 
     def get_results(self, run: EvaluationRun) -> list[dict[str, Any]]:
@@ -57,6 +66,7 @@ class StaffMayRun(permissions.BasePermission):
 class EvaluationRunViewSet(viewsets.ViewSet):
     pagination_class = MemoryPagination
     permission_classes = [permissions.IsAuthenticated, StaffMayRun]
+    lookup_value_regex = "[0-9]{1,18}"
 
     @extend_schema(summary="Stored evaluation runs, newest first", responses=EvaluationRunSerializer(many=True))
     def list(self, request: Request) -> Response:
@@ -65,21 +75,33 @@ class EvaluationRunViewSet(viewsets.ViewSet):
         return paginator.get_paginated_response(EvaluationRunSerializer(page, many=True).data)
 
     @extend_schema(
-        summary="Run an evaluation now and store it (staff only)",
+        summary="Ask for an evaluation (staff only): 202 with the pending run; the worker measures it",
         request=EvaluationRequestSerializer,
-        responses={201: EvaluationRunSerializer},
+        responses={202: EvaluationRunSerializer},
     )
     def create(self, request: Request) -> Response:
         body = EvaluationRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            report = evaluation_run(
+            run = evaluation_request(
                 backend_names=body.validated_data.get("backends"),
                 ops=body.validated_data["ops"],
                 requested_by=request_account(request),
             )
         except EvaluationError as error:
             raise exceptions.ValidationError({"backends": [str(error)]}) from None
-        assert report.run is not None  # evaluation_run stores the run unless asked not to
-        run = selectors.evaluation_run_list().get(pk=report.run.pk)
-        return Response(EvaluationRunSerializer(run).data, status=status.HTTP_201_CREATED)
+        location = reverse("evaluation:evaluation-detail", kwargs={"pk": run.pk}, request=request)
+        return Response(
+            EvaluationRunSerializer(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location}
+        )
+
+    @extend_schema(
+        summary="One evaluation run: pending, running, done with its results, or failed with its error",
+        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The run's id.")],
+        responses=EvaluationRunSerializer,
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        run = selectors.evaluation_run_list().filter(pk=int(pk)).first()
+        if run is None:
+            raise exceptions.NotFound
+        return Response(EvaluationRunSerializer(run).data)

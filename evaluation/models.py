@@ -2,20 +2,28 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from evaluation.scoring import GRADES
+from memories.models import LeasedJob
 
 BACKEND_NAME_MAX_LENGTH = 32
 GRADE_CHOICES = [(grade, grade) for grade in GRADES]
 
 
-class EvaluationRun(models.Model):
-    """One evaluation: which backends, how many calls per operation, and what it recommended."""
+class EvaluationRun(LeasedJob):
+    """One evaluation: which backends, how many calls per operation, and what it recommended.
 
-    started = models.DateTimeField()
-    finished = models.DateTimeField()
+    Asked for (pending), it is run by the worker (`manage.py work`): running, then done with its
+    results, or failed with its error.
+    """
+
+    requested = models.DateTimeField(default=timezone.now, help_text="When it was asked for.")
+    started = models.DateTimeField(null=True, blank=True, help_text="When a worker began measuring.")
+    finished = models.DateTimeField(null=True, blank=True)
     ops = models.PositiveIntegerField(help_text="Calls per operation (put, get, find).")
-    recommendation = models.TextField()
+    backends = models.JSONField(default=list, blank=True, help_text="The backends to grade, in order.")
+    recommendation = models.TextField(blank=True, default="")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -27,12 +35,21 @@ class EvaluationRun(models.Model):
 
     class Meta:
         verbose_name = "evaluation run"
-        ordering = ["-started", "-id"]
-        constraints = [models.CheckConstraint(condition=models.Q(ops__gte=1), name="evaluation_run_ops_positive")]
-        indexes = [models.Index(fields=["-started", "-id"], name="evaluation_run_newest")]
+        ordering = ["-requested", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(ops__gte=1), name="evaluation_run_ops_positive"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=LeasedJob.Status.values), name="evaluation_run_status_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["-requested", "-id"], name="evaluation_run_newest"),
+            # the worker's claim, and the pending runs the dashboard announces
+            models.Index(fields=["status", "id"], name="evaluation_run_status"),
+        ]
 
     def __str__(self) -> str:
-        return f"evaluation of {self.started:%Y-%m-%d %H:%M:%S}"
+        return f"evaluation of {self.requested:%Y-%m-%d %H:%M:%S} ({self.status})"
 
 
 class BackendResult(models.Model):

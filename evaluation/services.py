@@ -1,5 +1,10 @@
 """Running an evaluation: each backend's operations timed on probe data, graded, and stored.
 
+A run asked for through the API or the dashboard is stored pending (`evaluation_request`) and
+measured by the worker (`evaluation_run_claimed`, from evaluation.jobs), so no request waits for
+it; `manage.py evaluate` measures in the foreground; the tool's evaluate action measures a few
+operations within TOOL_EVALUATE_SECONDS and answers at once.
+
 Probe data lives under a uid of its own for each run (PROBE_UID and a run mark) of the reserved,
 log-in-less probe account, so it never meets real entries nor another run's probe data; it is
 removed when each backend is done, and the run's local history with it. Honcho is called with
@@ -7,7 +12,10 @@ max_retries=0 and HONCHO_TIMEOUT, so an unreachable or refusing Honcho is graded
 timeout, never retried into minutes.
 """
 
+import dataclasses
+import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,14 +34,23 @@ from evaluation.scoring import (
     score_backend,
     score_unavailable,
 )
-from memories import accounts, services
+from memories import accounts, leases, services
 from memories.backends import BACKENDS, UnknownBackend, make_backend
 from memories.backends.base import BackendEntry, BackendError, MemoryBackend
-from memories.backends.honcho import HonchoConfig
+from memories.backends.honcho_config import HonchoConfig
 from memories.models import PROBE_UID
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_OPS = 20
 MAX_OPS = 1000
+# The tool's evaluate action answers within its request: a few operations, no call started after
+# TOOL_EVALUATE_SECONDS, each Honcho call given up after TOOL_HONCHO_TIMEOUT_SECONDS. At worst that
+# is the limit, one call, and removing the probe data (a list and TOOL_EVALUATE_OPS deletes):
+# about 12 s, well inside the server's 30 s request timeout.
+TOOL_EVALUATE_OPS = 5
+TOOL_EVALUATE_SECONDS = 4.0
+TOOL_HONCHO_TIMEOUT_SECONDS = 1.5
 # Options each backend is made with for an evaluation: the caller does no retrying, so neither does the SDK.
 EVALUATION_OPTIONS: dict[str, dict[str, Any]] = {"honcho": {"max_retries": 0}}
 
@@ -42,6 +59,31 @@ Progress = Callable[[str], None]
 
 class EvaluationError(Exception):
     """The evaluation cannot run as asked: an unknown backend, a bad count, a misconfiguration."""
+
+
+class EvaluationInterrupted(Exception):
+    """The worker is stopping (or lost the run to another): the run's measuring stopped between two calls."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When an evaluation stops early. deadline (time.monotonic()): no call starts after it, and the
+    operations cut short count as failed, saying why. stop: once set, the evaluation is abandoned
+    between two calls (EvaluationInterrupted)."""
+
+    deadline: float | None = None
+    stop: Callable[[], bool] | None = None
+
+    def reached(self) -> str:
+        """ "" to go on; why not, when the deadline has passed. Raises EvaluationInterrupted when stopped."""
+        if self.stop is not None and self.stop():
+            raise EvaluationInterrupted
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return "the evaluation's time limit was reached"
+        return ""
+
+
+NO_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -150,12 +192,24 @@ def _check_request(backend_names: list[str] | None, ops: int) -> list[str]:
 
 
 def _repeat(
-    keys: list[str], call: Callable[[str], Any], check: Callable[[str, Any], bool], failure: str
+    keys: list[str],
+    call: Callable[[str], Any],
+    check: Callable[[str, Any], bool],
+    failure: str,
+    limits: Limits = NO_LIMITS,
 ) -> OperationResult:
-    """Run call once per key, timing each; stop at the first BackendError (one slow failure is enough)."""
+    """Run call once per key, timing each; stop at the first BackendError (one slow failure is enough),
+    or when the limits say so."""
     latencies: list[float] = []
     all_ok = True
     for key in keys:
+        reason = limits.reached()
+        if reason:
+            return OperationResult(
+                ok=False,
+                latencies_ms=tuple(latencies),
+                error=f"stopped after {len(latencies)} of {len(keys)}: {reason}",
+            )
         started = time.perf_counter()
         try:
             answer = call(key)
@@ -183,8 +237,13 @@ def new_probe_uid() -> str:
     return f"{PROBE_UID}{secrets.token_hex(4)}"
 
 
-def measure_backend(backend: MemoryBackend, *, ops: int, probe_uid: str | None = None) -> BackendScore:
-    """Time ops puts, gets and finds on probe data under probe_uid, check what comes back, remove it, and grade."""
+def measure_backend(
+    backend: MemoryBackend, *, ops: int, probe_uid: str | None = None, limits: Limits = NO_LIMITS
+) -> BackendScore:
+    """Time ops puts, gets and finds on probe data under probe_uid, check what comes back, remove it, and grade.
+
+    The probe data is removed however the measuring ends (the limits cut it short, or it is interrupted).
+    """
     availability = backend.available()
     if not availability.ok:
         return score_unavailable(name=backend.name, cloud=backend.is_cloud, reason=availability.reason)
@@ -198,18 +257,22 @@ def measure_backend(backend: MemoryBackend, *, ops: int, probe_uid: str | None =
 
     try:
         operations = {
-            "put": _repeat(keys, lambda key: backend.put(probe_uid, key, values[key]), lambda key, entry: True, ""),
+            "put": _repeat(
+                keys, lambda key: backend.put(probe_uid, key, values[key]), lambda key, entry: True, "", limits
+            ),
             "get": _repeat(
                 keys,
                 lambda key: backend.get(probe_uid, key),
                 lambda key, entry: entry is not None and entry.value == values[key],
                 "get did not return what put stored",
+                limits,
             ),
             "find": _repeat(
                 keys,
                 lambda key: backend.find(probe_uid, values[key].removeprefix("probe ")),
                 found_its_key,
                 "find did not return the entry holding the text",
+                limits,
             ),
         }
     finally:
@@ -240,30 +303,21 @@ def _stored_result(run: EvaluationRun, position: int, score: BackendScore) -> Ba
     )
 
 
-def evaluation_run(
+def _measure(
+    names: list[str],
     *,
-    backend_names: list[str] | None = None,
-    ops: int = DEFAULT_OPS,
-    save: bool = True,
-    requested_by: User | None = None,
+    ops: int,
     progress: Progress | None = None,
     backend_options: dict[str, dict[str, Any]] | None = None,
-) -> EvaluationReport:
-    """Grade each named backend (default_backend_names() when none), store the run unless save is
-    False, and return the grades and the recommendation.
-
-    progress receives a line as each backend starts and ends. backend_options adds constructor
-    options per backend name (tests give Honcho the double's http_client). Raises EvaluationError
-    before anything runs when the request or the configuration is wrong.
-    """
-    names = _check_request(backend_names, ops)
+    limits: Limits = NO_LIMITS,
+) -> list[BackendScore]:
+    """Grade each named backend in turn on probe data (removed afterwards, however it ends)."""
     try:
         probe = accounts.probe_account()
     except accounts.ProbeAccountTaken as error:
         raise EvaluationError(str(error)) from None
     report_progress = progress or (lambda line: None)
     probe_uid = new_probe_uid()
-    started = timezone.now()
     scores = []
     try:
         for name in names:
@@ -272,7 +326,7 @@ def evaluation_run(
             options = {**EVALUATION_OPTIONS.get(name, {}), **(backend_options or {}).get(name, {})}
             backend = make_backend(name, owner=probe, **options)
             try:
-                score = measure_backend(backend, ops=ops, probe_uid=probe_uid)
+                score = measure_backend(backend, ops=ops, probe_uid=probe_uid, limits=limits)
             finally:
                 backend.close()
             scores.append(score)
@@ -281,28 +335,124 @@ def evaluation_run(
             )
     finally:
         services.probe_data_clear(owner=probe, uid=probe_uid)
+    return scores
+
+
+def _store_results(run: EvaluationRun, scores: list[BackendScore]) -> None:
+    BackendResult.objects.bulk_create(_stored_result(run, position, score) for position, score in enumerate(scores))
+
+
+def evaluation_run(
+    *,
+    backend_names: list[str] | None = None,
+    ops: int = DEFAULT_OPS,
+    save: bool = True,
+    requested_by: User | None = None,
+    progress: Progress | None = None,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    limits: Limits = NO_LIMITS,
+) -> EvaluationReport:
+    """Grade each named backend (default_backend_names() when none) now, in the caller's thread,
+    store the run (done) unless save is False, and return the grades and the recommendation.
+
+    progress receives a line as each backend starts and ends. backend_options adds constructor
+    options per backend name (tests give Honcho the double's http_client). Raises EvaluationError
+    before anything runs when the request or the configuration is wrong.
+    """
+    names = _check_request(backend_names, ops)
+    started = timezone.now()
+    scores = _measure(names, ops=ops, progress=progress, backend_options=backend_options, limits=limits)
     recommended = recommendation(scores)
     run = None
     if save:
         with transaction.atomic():
             run = EvaluationRun.objects.create(
-                started=started, finished=timezone.now(), ops=ops, recommendation=recommended, requested_by=requested_by
+                status=EvaluationRun.Status.DONE,
+                requested=started,
+                started=started,
+                finished=timezone.now(),
+                ops=ops,
+                backends=names,
+                recommendation=recommended,
+                requested_by=requested_by,
             )
-            BackendResult.objects.bulk_create(
-                _stored_result(run, position, score) for position, score in enumerate(scores)
-            )
+            _store_results(run, scores)
     return EvaluationReport(scores=scores, recommendation=recommended, ops=ops, run=run)
+
+
+def evaluation_request(
+    *, backend_names: list[str] | None = None, ops: int = DEFAULT_OPS, requested_by: User | None = None
+) -> EvaluationRun:
+    """Store a pending run for the worker (`manage.py work`) to measure, and return it at once.
+
+    The backends are chosen now (default_backend_names() when none are named). Raises EvaluationError
+    when the request or the configuration is wrong; then nothing is stored.
+    """
+    names = _check_request(backend_names, ops)
+    return EvaluationRun.objects.create(ops=ops, backends=names, requested_by=requested_by)
+
+
+def evaluation_run_claimed(
+    claim: leases.Claim,
+    *,
+    stop: threading.Event | None = None,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+) -> EvaluationRun.Status:
+    """Measure the run the worker claimed, keeping its lease renewed, and finish it: done with its
+    results, failed with its error, or back to pending when `stop` is set meanwhile (the worker is
+    stopping). Returns the status it was left in; a run another worker took meanwhile is left alone.
+    """
+    run = EvaluationRun.objects.get(pk=claim.pk)
+    with leases.lease_kept(claim) as keeper:
+        halt = stop or threading.Event()
+        limits = Limits(stop=lambda: halt.is_set() or keeper.lost.is_set())
+        try:
+            scores = _measure(
+                _check_request(run.backends or None, run.ops),
+                ops=run.ops,
+                backend_options=backend_options,
+                limits=limits,
+            )
+        except EvaluationInterrupted:
+            leases.job_release(claim)
+            return EvaluationRun.Status.PENDING
+        except EvaluationError as error:
+            leases.job_fail(claim, error=str(error), finished=timezone.now())
+            return EvaluationRun.Status.FAILED
+        except Exception as error:
+            # A bug, or a backend failing in a way it should have reported as BackendError: the run
+            # ends failed with what went wrong (the traceback goes to the log), rather than be retried.
+            logger.exception("evaluation run %s failed", run.pk)
+            leases.job_fail(claim, error=f"{type(error).__name__}: {error}", finished=timezone.now())
+            return EvaluationRun.Status.FAILED
+    with transaction.atomic():
+        if not leases.job_done(claim, finished=timezone.now(), recommendation=recommendation(scores)):
+            return EvaluationRun.Status.RUNNING
+        _store_results(run, scores)
+    return EvaluationRun.Status.DONE
 
 
 def tool_evaluate(account: User) -> dict[str, Any]:
     """The tool's evaluate action: a run with the default backends, replied as the agent-side
     module does ({"results", "recommendation"}), each result carrying the new fields too.
 
-    Any account may ask, as agents always could; only a staff account's run is stored, as only
-    staff may add runs through POST /api/v1/evaluations/.
+    It answers within its request: TOOL_EVALUATE_OPS operations of each kind, no call started
+    after TOOL_EVALUATE_SECONDS (what was cut short counts as failed and says so), Honcho given
+    TOOL_HONCHO_TIMEOUT_SECONDS per call. Any account may ask, as agents always could; only a staff
+    account's run is stored, as only staff may add runs through POST /api/v1/evaluations/.
     """
+    honcho = HonchoConfig.from_settings()
+    options = {
+        "honcho": {"config": dataclasses.replace(honcho, timeout=min(honcho.timeout, TOOL_HONCHO_TIMEOUT_SECONDS))}
+    }
     try:
-        report = evaluation_run(requested_by=account, save=account.is_staff)
+        report = evaluation_run(
+            ops=TOOL_EVALUATE_OPS,
+            requested_by=account,
+            save=account.is_staff,
+            backend_options=options,
+            limits=Limits(deadline=time.monotonic() + TOOL_EVALUATE_SECONDS),
+        )
     except EvaluationError as error:
         return {"results": [], "recommendation": "None", "error": str(error)}
     document = report.as_json()

@@ -1,5 +1,7 @@
 """The dashboard's evaluations page: the latest run's grades, charts across runs, and (for staff) a
-button that runs one now.
+button that asks for one. The worker measures it; meanwhile the page shows it pending or running
+and refreshes itself (a meta refresh: the pages have no scripts), then shows its result, or why it
+failed.
 
 Runs are the hub's, not an account's (as GET /api/v1/evaluations/ serves them): every signed-in
 account sees them all. Only staff may start one, since it writes and may call Honcho; anyone else
@@ -21,9 +23,14 @@ from evaluation.chart import evaluation_charts, result_latency_ms
 from evaluation.models import BackendResult, EvaluationRun
 from evaluation.scoring import OPERATIONS
 from memories.accounts import request_account
+from memories.work import work_status
 
 # Runs drawn in the charts (and read from the database), newest first; older ones are in the API and the admin.
 CHART_RUNS = 20
+# Runs not done (pending, running or failed) read for the page's notices.
+NOT_DONE_RUNS = 5
+# How often the page reloads itself while a run is pending or running.
+REFRESH_SECONDS = 2
 
 
 @dataclass(frozen=True)
@@ -80,19 +87,22 @@ def _run_now(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise PermissionDenied("Only staff may run an evaluation.")
     try:
-        report = services.evaluation_run(requested_by=request_account(request))
+        run = services.evaluation_request(requested_by=request_account(request))
     except services.EvaluationError as error:
         messages.error(request, f"The evaluation did not run: {error}")
     else:
-        grades = ", ".join(f"{score.name} {score.grade}" for score in report.scores)
-        messages.success(request, f"Evaluated {grades}. {report.recommendation}")
+        messages.success(
+            request,
+            f"Evaluation asked for: {run.ops} puts, gets and finds on {', '.join(run.backends)}, by the worker.",
+        )
     return HttpResponseRedirect(reverse("evaluations:list"))
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def evaluation_list(request: HttpRequest) -> HttpResponse:
-    """GET: the latest run and the charts of the last CHART_RUNS runs. POST (staff): run one now."""
+    """GET: runs pending or running, the latest run and the charts of the last CHART_RUNS runs.
+    POST (staff): ask for one."""
     if request.method == "POST":
         return _run_now(request)
     # One run more than the charts draw, to know whether older runs exist without counting them.
@@ -100,7 +110,19 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     runs = recent[:CHART_RUNS]
     latest = runs[0] if runs else None
     styles, charts = evaluation_charts(runs)
+    not_done = selectors.evaluation_runs_not_done(limit=NOT_DONE_RUNS)
+    in_progress = [run for run in not_done if run.status != EvaluationRun.Status.FAILED]
+    # the newest failed run, unless a run done since has taken its place
+    failed = next(
+        (run for run in not_done if run.status == EvaluationRun.Status.FAILED and (not latest or run.pk > latest.pk)),
+        None,
+    )
     context = {
+        "in_progress": in_progress,
+        "failed": failed,
+        # whether a worker is there to run them (one query, only while a run waits)
+        "work": work_status() if in_progress else None,
+        "refresh_seconds": REFRESH_SECONDS if in_progress else None,
         "latest": latest,
         "rows": result_rows(latest) if latest else [],
         "runs": runs,

@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated faults to draw from: server_error, timeout, dropped_connection, rate_limited",
     )
     parser.add_argument("--timeout-delay", type=float, default=30.0, help="seconds a 'timeout' fault holds a request")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds every call waits before its answer")
     parser.add_argument("--unauthorized", action="store_true", help="answer 401 to everything")
     parser.add_argument("--seed", type=int, default=0, help="seed for the fault choices")
     options = parser.parse_args(argv)
@@ -36,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     faults = FaultPlan(
         failure_rate=options.fail_rate, kinds=kinds, unauthorized=options.unauthorized, seed=options.seed
     )
-    double = HonchoDouble(api_key=options.api_key, faults=faults, timeout_delay=options.timeout_delay)
+    if options.latency < 0:
+        parser.error("--latency must be 0 or more")
+    double = HonchoDouble(
+        api_key=options.api_key, faults=faults, timeout_delay=options.timeout_delay, latency=options.latency
+    )
     base_url = double.serve(options.host, options.port)
 
     def stop(signum: int, frame: FrameType | None) -> None:

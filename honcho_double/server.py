@@ -40,6 +40,7 @@ class HonchoDouble:
     timeout_delay: over HTTP, how long a TIMEOUT fault holds the request before closing it
     (in process, a TIMEOUT raises httpx.ReadTimeout at once, with no waiting).
     retry_after: the seconds a RATE_LIMITED answer asks the client to wait (its Retry-After header).
+    latency: seconds every call waits before it is answered (a slow Honcho); may be changed while serving.
     """
 
     def __init__(
@@ -49,12 +50,14 @@ class HonchoDouble:
         faults: FaultPlan | None = None,
         timeout_delay: float = 30.0,
         retry_after: float = 1.0,
+        latency: float = 0.0,
     ) -> None:
         self.state = HonchoState()
         self.faults = faults or FaultPlan()
         self.api_key = api_key
         self.timeout_delay = timeout_delay
         self.retry_after = retry_after
+        self.latency = latency
         self.calls: list[Call] = []
         self._calls_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -82,6 +85,8 @@ class HonchoDouble:
         self, method: str, path: str, query: dict[str, str], body: object, authorization: str | None
     ) -> tuple[Reply | None, Fault | None]:
         """The reply to one request, and the fault applied to it (a None reply: send nothing)."""
+        if self.latency:
+            time.sleep(self.latency)
         fault = self.faults.next_fault()
         reply: Reply | None
         if fault in (Fault.UNREACHABLE, Fault.TIMEOUT):

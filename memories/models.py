@@ -8,6 +8,7 @@ import time
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 UID_MAX_LENGTH = 255
 KEY_MAX_LENGTH = 255
@@ -221,3 +222,47 @@ class EntryEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"embedding of entry {self.entry_id} ({'pending' if self.pending else self.model})"
+
+
+class LeasedJob(models.Model):
+    """Background work that a worker claims with a lease (abstract: a kind of job's model inherits it).
+
+    A worker takes a pending job by setting its claim token and lease (memories.leases), renews the
+    lease while it works, and finishes it done or failed. A job whose lease ran out (its worker died)
+    is taken again, until it has been taken JOB_MAX_ATTEMPTS times; then it is failed, never left
+    running forever.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True, default="", help_text="Why the job failed.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="How many times a worker took the job.")
+    claim_token = models.CharField(max_length=32, blank=True, default="", help_text="The worker holding the job.")
+    lease_until = models.DateTimeField(null=True, blank=True, help_text="Another worker may take the job after this.")
+
+    class Meta:
+        abstract = True
+
+
+WORKER_NAME_MAX_LENGTH = 128
+
+
+class WorkerHeartbeat(models.Model):
+    """One running `manage.py work` process, as it last reported itself (written by memories.work only)."""
+
+    name = models.CharField(max_length=WORKER_NAME_MAX_LENGTH, unique=True, help_text="host:pid")
+    kinds = models.CharField(max_length=255, help_text="The kinds of work it does, comma-separated.")
+    started_at = models.DateTimeField(default=timezone.now)
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "worker heartbeat"
+        indexes = [models.Index(fields=["-seen_at"], name="worker_heartbeat_seen")]
+
+    def __str__(self) -> str:
+        return f"worker {self.name} ({self.kinds})"

@@ -236,6 +236,13 @@ MEMORYHUB_OVERVIEW_PANELS = [
     "memories.panels.sync_status_panel",
 ]
 
+# Kinds of background work `manage.py work` does: dotted paths of memories.work.JobKind objects (the
+# same registry shape as the panels: memories never imports the apps that add kinds). Append new kinds below.
+MEMORYHUB_JOB_KINDS = [
+    "memories.jobs.sync_job",
+    "evaluation.jobs.evaluation_job",
+]
+
 MEMORYHUB_BACKEND = os.environ.get("MEMORYHUB_BACKEND", "auto").strip().lower()
 if MEMORYHUB_BACKEND not in ("auto", "local", "honcho", "null"):
     raise ImproperlyConfigured(f"MEMORYHUB_BACKEND must be one of auto, local, honcho, null; got {MEMORYHUB_BACKEND!r}")

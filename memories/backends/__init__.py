@@ -79,7 +79,8 @@ def forget_honcho_probe() -> None:
 
 def _honcho_probe() -> tuple[Availability, bool]:
     """Whether the configured Honcho answers (one round trip, remembered briefly), and whether it is a cloud."""
-    from memories.backends.honcho import HonchoConfig, HonchoStore
+    from memories.backends.honcho import HonchoStore
+    from memories.backends.honcho_config import HonchoConfig
 
     config = HonchoConfig.from_settings()
     if not config.configured:

@@ -33,46 +33,18 @@ from typing import Any
 import honcho as honcho_sdk
 import httpx
 import pydantic
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.utils import timezone
 
 from memories.backends.base import DEFAULT_FIND_LIMIT, Availability, BackendEntry, BackendError, MemoryBackend
+from memories.backends.honcho_config import HonchoConfig
 from memories.models import DEFAULT_KIND
 
-CLOUD_URL = "https://api.honcho.dev"
 HONCHO_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
 HONCHO_ID_MAX_LENGTH = 512
 MESSAGE_MAX_CHARS = 25_000
 PAGE_SIZE = 100
 METADATA_SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class HonchoConfig:
-    """Where Honcho is and how long to wait for it. `configured` is False until a URL or key is set."""
-
-    base_url: str
-    api_key: str
-    workspace_id: str
-    timeout: float
-    configured: bool
-
-    @classmethod
-    def from_settings(cls) -> "HonchoConfig":
-        return cls(
-            base_url=settings.HONCHO_URL or CLOUD_URL,
-            api_key=settings.HONCHO_API_KEY,
-            workspace_id=settings.HONCHO_WORKSPACE_ID,
-            timeout=settings.HONCHO_TIMEOUT,
-            configured=bool(settings.HONCHO_URL or settings.HONCHO_API_KEY),
-        )
-
-    @property
-    def is_cloud(self) -> bool:
-        """Always True: entries sent to Honcho leave the hub's own database for a service it does not
-        control, wherever that service runs, so Honcho scores privacy as a cloud."""
-        return True
 
 
 @dataclass(frozen=True)

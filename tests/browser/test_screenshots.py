@@ -65,8 +65,11 @@ def sample_evaluations(settings, staff):
     for days_ago in range(6, -1, -1):
         settings.HONCHO_URL = closed_port_url() if days_ago == 3 else IN_PROCESS_BASE_URL
         run = evaluation_run(ops=5, requested_by=staff, backend_options=None if days_ago == 3 else reachable).run
+        assert run.started and run.finished
         started = run.started - timedelta(days=days_ago, hours=days_ago % 3)
-        EvaluationRun.objects.filter(pk=run.pk).update(started=started, finished=started + (run.finished - run.started))
+        EvaluationRun.objects.filter(pk=run.pk).update(
+            requested=started, started=started, finished=started + (run.finished - run.started)
+        )
     settings.HONCHO_URL = ""
 
 

@@ -39,7 +39,8 @@ def test_a_run_leaves_another_runs_probe_data_alone_and_grades_as_if_alone(db):
 
     report = evaluation_run(backend_names=["local"], ops=3)
 
-    assert (report.scores[0].grade, report.scores[0].score) == ("A", 100)
+    # every operation found its own data (the points for speed depend on the machine)
+    assert report.scores[0].grade == "A" and all(result.ok for result in report.scores[0].operations.values())
     assert set(MemoryEntry.objects.filter(owner=probe).values_list("uid", flat=True)) == {other_run_uid}
 
 

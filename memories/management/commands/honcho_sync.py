@@ -1,20 +1,19 @@
-"""`manage.py honcho_sync`: drain the sync outbox to Honcho, once or in a loop; retry failed tasks; reconcile."""
+"""`manage.py honcho_sync`: drain the sync outbox to Honcho, once or in a loop; retry failed tasks; reconcile.
 
-import signal
-import threading
-from types import FrameType
+--once and --loop are `manage.py work` for the sync kind alone (memories.jobs.sync_job, the same code).
+"""
+
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import close_old_connections
 from django.utils import timezone
 
 from memories import outbox
 from memories.backends.base import BackendError
-from memories.backends.honcho import HonchoConfig, HonchoStore
-from memories.selectors import sync_status
-from memories.sync.worker import DrainReport, SyncWorker, reconcile, reconciliation_fix
+from memories.backends.honcho_config import HonchoConfig
+from memories.jobs import SyncRunner, sync_job, sync_summary
+from memories.work import Worker, run_until_signalled
 
 DIFFERENCES_SHOWN = 20
 
@@ -81,60 +80,39 @@ class Command(BaseCommand):
             self.stderr.write(
                 "note: MEMORYHUB_HONCHO_SYNC is off, so writes queue nothing; draining what is already queued."
             )
-        store = HonchoStore(config, max_retries=0)
-        try:
-            if reconcile:
-                self.reconcile(store, fix=fix)
-            elif once:
-                report = SyncWorker(store).drain()
-                self.stdout.write(self.summary(report))
-                if report.failed:
-                    raise CommandError(f"{report.failed} push(es) failed; last error: {report.last_error}")
-            else:
-                self.loop(SyncWorker(store), interval=interval or settings.MEMORYHUB_SYNC_POLL_SECONDS)
-        finally:
-            store.close()
+        if reconcile:
+            self.reconcile(fix=fix)
+        elif once:
+            runner = SyncRunner()
+            try:
+                report = runner.worker.drain()
+            finally:
+                runner.close()
+            self.stdout.write(sync_summary(report))
+            if report.failed:
+                raise CommandError(f"{report.failed} push(es) failed; last error: {report.last_error}")
+        else:
+            self.loop(Worker([sync_job], out=self.stdout.write, poll_seconds=interval))
 
-    def summary(self, report: DrainReport) -> str:
-        status = sync_status(owner=None)
-        line = (
-            f"pushed {report.pushed}, failed {report.failed} ({report.retrying} to retry, {report.parked} parked); "
-            f"outbox now: {status.pending} pending, {status.failed} failed"
-        )
-        if report.stopped_early:
-            line += "; stopped early: Honcho keeps failing"
-        return line
-
-    def loop(self, worker: SyncWorker, *, interval: float, stop: threading.Event | None = None) -> None:
-        """Drain, wait `interval` seconds, again, until SIGTERM or SIGINT (or `stop` is set); a drain in
-        progress finishes its current batch first. Each drain's summary is printed when it did something."""
-        stop = stop or threading.Event()
-
-        def request_stop(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        previous = {}
-        if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
-            previous = {number: signal.signal(number, request_stop) for number in (signal.SIGTERM, signal.SIGINT)}
+    def loop(self, worker: Worker) -> None:
+        """Drain, wait, again, until SIGTERM or SIGINT; a drain in progress finishes its current batch first.
+        Each drain's summary is printed when it did something."""
+        interval = worker.poll_seconds or sync_job.poll_seconds()
         self.stdout.write(f"honcho_sync: draining every {interval:g} s; SIGTERM stops")
-        try:
-            while not stop.is_set():
-                # a long-lived process: drop a database connection that is too old or broken, as a request would
-                close_old_connections()
-                report = worker.drain(stop)
-                if report.pushed or report.failed or report.superseded:
-                    self.stdout.write(self.summary(report))
-                stop.wait(interval)
-        finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+        run_until_signalled(worker)
         self.stdout.write("honcho_sync: stopped")
 
-    def reconcile(self, store: HonchoStore, *, fix: bool) -> None:
+    def reconcile(self, *, fix: bool) -> None:
+        from memories.backends.honcho import HonchoStore
+        from memories.sync.worker import reconcile, reconciliation_fix
+
+        store = HonchoStore(HonchoConfig.from_settings(), max_retries=0)
         try:
             result = reconcile(store)
         except BackendError as error:
             raise CommandError(f"cannot reconcile: {error.message}") from None
+        finally:
+            store.close()
         self.stdout.write(
             f"{result.entries} entries in the hub, {result.sessions} sessions in Honcho: "
             f"{result.count('missing')} missing, {result.count('stale')} stale, {result.count('extra')} extra"

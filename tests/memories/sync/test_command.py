@@ -3,6 +3,7 @@
 import io
 import os
 import signal
+import threading
 
 import pytest
 from django.contrib.auth.models import User
@@ -12,8 +13,8 @@ from django.core.management.base import CommandError
 from honcho_double import HonchoDouble
 from memories import services
 from memories.management.commands.honcho_sync import Command
-from memories.models import MemoryEntry, SyncTask
-from memories.sync.worker import DrainReport
+from memories.models import MemoryEntry, SyncTask, WorkerHeartbeat
+from memories.work import JobKind, Worker, WorkReport
 from tests.memories.sync.conftest import waiting
 
 pytestmark = pytest.mark.usefixtures("sync_on")
@@ -56,27 +57,32 @@ def test_the_command_refuses_to_run_without_honcho_configured(settings):
         honcho_sync("--loop", "--interval", "0")
 
 
-@pytest.mark.django_db(transaction=True)  # the loop closes old database connections, as a long-lived process must
+@pytest.mark.django_db(transaction=True)  # the loop's lanes have their own database connections
 def test_the_loop_drains_until_sigterm_and_then_stops_cleanly():
     class OneDrainThenSigterm:
         drains = 0
 
-        def drain(self, stop: object = None) -> DrainReport:
-            self.drains += 1
+        def run_due(self, stop: threading.Event) -> WorkReport:
+            OneDrainThenSigterm.drains += 1
             os.kill(os.getpid(), signal.SIGTERM)  # as a process manager stopping the service would
-            return DrainReport(pushed=3)
+            stop.wait(5)  # the signal is handled in the main thread, which sets stop
+            return WorkReport(done=3, summary="pushed 3")
 
-    worker, out = OneDrainThenSigterm(), io.StringIO()
+        def close(self) -> None:
+            pass
+
+    kind = JobKind(name="sync", waiting=SyncTask.objects.none, runner=OneDrainThenSigterm, poll_seconds=lambda: 3600)
+    out = io.StringIO()
     previous = signal.getsignal(signal.SIGTERM)
     command = Command(stdout=out)
 
-    # A stand-in with only drain(), all the loop calls; returns at once on SIGTERM, not after the hour.
-    command.loop(worker, interval=3600)  # type: ignore[arg-type]
+    command.loop(Worker([kind], out=command.stdout.write, name="sync-test"))  # returns at once on SIGTERM
 
-    assert worker.drains == 1
+    assert OneDrainThenSigterm.drains == 1
     assert out.getvalue().splitlines()[-1] == "honcho_sync: stopped"
-    assert "pushed 3" in out.getvalue()
+    assert "sync: pushed 3" in out.getvalue()
     assert signal.getsignal(signal.SIGTERM) is previous
+    assert not WorkerHeartbeat.objects.exists(), "a worker that stops no longer counts as there"
 
 
 def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix_repairs_it(

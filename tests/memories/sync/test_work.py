@@ -1,0 +1,139 @@
+"""`manage.py work`: every kind of background work in one process, once or in lanes, and what the hub
+knows of it (the heartbeat and the waiting work)."""
+
+import io
+import os
+import signal
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+from django.utils import timezone
+
+from evaluation.models import EvaluationRun
+from evaluation.services import evaluation_request
+from honcho_double import HonchoDouble
+from memories import services
+from memories.models import SyncTask, WorkerHeartbeat
+from memories.work import WORKER_SEEN_WITHIN, Worker, job_kinds, run_until_signalled, work_status
+from tests.memories.sync.conftest import waiting
+
+
+def work(*arguments: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("work", *arguments, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def wait_for(condition, seconds: float = 20.0) -> bool:
+    """Poll condition until it holds or the time is up (for work done by other threads)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.usefixtures("sync_on")
+def test_once_drains_the_outbox_and_runs_pending_evaluations_then_exits(owner, served_double):
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    services.entry_put(owner=owner, uid="alice", key="shell", value="fish")
+    run = evaluation_request(backend_names=["local"], ops=2)
+
+    out, _ = work("--once")
+
+    lines = out.splitlines()
+    assert lines[0] == "sync: pushed 2, failed 0 (0 to retry, 0 parked); outbox now: 0 pending, 0 failed"
+    assert lines[1] == f"evaluation: run {run.pk} done"
+    assert lines[-1] == "work: sync 2 done, 0 failed; evaluation 1 done, 0 failed"
+    assert len(served_double.sessions("memoryhub-tests")) == 2
+    run.refresh_from_db()
+    assert run.status == EvaluationRun.Status.DONE and run.results.count() == 1
+    status = work_status()
+    assert status.worker_seen and status.waiting == {"sync": 0, "evaluation": 0}
+
+
+def test_without_honcho_the_worker_says_so_and_does_the_rest(db, settings):
+    settings.HONCHO_URL, settings.HONCHO_API_KEY = "", ""
+    evaluation_request(backend_names=["null"], ops=1)
+    out, err = work("--once")
+    assert err == "work: no sync: Honcho is not configured (HONCHO_URL or HONCHO_API_KEY)\n"
+    assert out.splitlines()[-1] == "work: evaluation 1 done, 0 failed"
+    with pytest.raises(CommandError, match="no kind of work can run here"):
+        work("--once", "--kind", "sync")
+
+
+def test_an_unknown_kind_is_refused_naming_the_kinds(db):
+    with pytest.raises(CommandError, match="unknown kind of work 'embed': choose from sync, evaluation"):
+        work("--once", "--kind", "embed")
+
+
+def test_the_kinds_come_from_the_settings(settings):
+    assert settings.MEMORYHUB_JOB_KINDS[:2] == ["memories.jobs.sync_job", "evaluation.jobs.evaluation_job"]
+    settings.MEMORYHUB_JOB_KINDS = ["evaluation.jobs.evaluation_job"]
+    assert [kind.name for kind in job_kinds()] == ["evaluation"]
+
+
+@pytest.mark.usefixtures("sync_on")
+def test_the_status_counts_waiting_work_and_a_worker_seen_within_the_minute_in_one_query(
+    owner, django_assert_num_queries
+):
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    evaluation_request(backend_names=["null"], ops=1)
+    evaluation_request(backend_names=["null"], ops=1)
+    with django_assert_num_queries(1):
+        status = work_status()
+    assert (status.worker_seen, status.last_seen, status.waiting) == (False, None, {"sync": 1, "evaluation": 2})
+
+    Worker(job_kinds(), name="elsewhere:1").beat()
+    assert work_status().worker_seen
+    assert not work_status(now=timezone.now() + WORKER_SEEN_WITHIN + timedelta(seconds=1)).worker_seen
+
+
+@pytest.mark.django_db(transaction=True)  # lanes work on their own connections, as in the real process
+@pytest.mark.usefixtures("sync_on")
+def test_sync_keeps_flowing_while_a_long_evaluation_runs_and_sigterm_puts_the_evaluation_back(
+    owner, served_double: HonchoDouble
+):
+    served_double.latency = 0.02  # every call to Honcho: about 20 ms more
+    # about 400 calls to Honcho: several seconds of work for the evaluation lane
+    run = evaluation_request(backend_names=["honcho"], ops=80)
+    worker = Worker(job_kinds(), out=lambda line: None, poll_seconds=0.05, name="lanes-test")
+    stopped = threading.Event()
+    loop = threading.Thread(target=worker.run_loop, args=(stopped,))
+    loop.start()
+    try:
+        assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == EvaluationRun.Status.RUNNING)
+        services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+
+        assert wait_for(lambda: waiting() == 0 and SyncTask.objects.filter(status=SyncTask.Status.DONE).exists())
+        assert EvaluationRun.objects.get(pk=run.pk).status == EvaluationRun.Status.RUNNING, (
+            "the change was pushed while the evaluation was still measuring"
+        )
+        assert WorkerHeartbeat.objects.filter(name="lanes-test").exists()
+    finally:
+        stopped.set()
+        loop.join()
+    run.refresh_from_db()
+    assert (run.status, run.attempts) == (EvaluationRun.Status.PENDING, 0), "put back for the next worker"
+    assert not WorkerHeartbeat.objects.exists()
+    connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sigterm_stops_the_loop_between_jobs(settings):
+    settings.HONCHO_URL, settings.HONCHO_API_KEY = "", ""
+    worker = Worker(job_kinds(["evaluation"]), out=lambda line: None, poll_seconds=0.05, name="sigterm-test")
+    threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGTERM)).start()
+    previous = signal.getsignal(signal.SIGTERM)
+
+    run_until_signalled(worker)  # returns once SIGTERM arrives
+
+    assert signal.getsignal(signal.SIGTERM) is previous
+    assert not WorkerHeartbeat.objects.exists()
+    connection.close()
