@@ -126,24 +126,20 @@ RAW_GET = (
     "SELECT id, uid, key, value, kind, meta, created, updated, version FROM memories_memoryentry "
     "WHERE owner_id = ? AND uid = ? AND key = ?"
 )
-RAW_PROBE = (
-    "SELECT count(*) FROM (SELECT rowid FROM memories_memoryentry_fts WHERE memories_memoryentry_fts MATCH ? LIMIT ?)"
+RAW_CANDIDATES = (
+    "SELECT e.id, -bm25(memories_memoryentry_words, 0.0, 4.0, 1.0), e.updated FROM memories_memoryentry_words "
+    "JOIN memories_memoryentry e ON e.id = memories_memoryentry_words.rowid WHERE memories_memoryentry_words MATCH ? "
+    "ORDER BY memories_memoryentry_words.rowid DESC LIMIT ?"
 )
-RAW_QUERY_NEWEST = (
-    "SELECT id, key, value FROM memories_memoryentry WHERE owner_id = ? AND uid = ? "
-    "AND (key LIKE ? ESCAPE '\\' OR value LIKE ? ESCAPE '\\') ORDER BY updated DESC, id DESC LIMIT ?"
-)
-RAW_QUERY = (
-    "SELECT e.id, e.key, e.value FROM memories_memoryentry e JOIN memories_memoryentry_fts f ON f.rowid = e.id "
-    "WHERE +e.owner_id = ? AND +e.uid = ? AND memories_memoryentry_fts MATCH ? "
-    "ORDER BY bm25(memories_memoryentry_fts, 4.0, 1.0), e.updated DESC, e.id DESC LIMIT ?"
+RAW_BY_IDS = (
+    "SELECT id, uid, key, value, kind, meta, created, updated, version FROM memories_memoryentry WHERE id IN ({ids})"
 )
 RAW_LIST = (
     "SELECT id, uid, key, value, kind, meta, created, updated, version FROM memories_memoryentry "
     "WHERE owner_id = ? AND uid = ? ORDER BY updated DESC, id DESC LIMIT ?"
 )
 RAW_PUT = (
-    "UPDATE memories_memoryentry SET value = ?, version = version + 1, updated = ? "
+    "UPDATE memories_memoryentry SET value = ?, value_folded = ?, version = version + 1, updated = ? "
     "WHERE owner_id = ? AND uid = ? AND key = ? RETURNING version"
 )
 RAW_EVENT = (
@@ -164,16 +160,19 @@ def raw_floor(
     def put(number: int) -> None:
         now = time.strftime("%Y-%m-%d %H:%M:%S")
         link.execute("BEGIN IMMEDIATE")
-        (version,) = link.execute(RAW_PUT, (f"raw put {number} tea", now, owner_id, uid, keys[number])).fetchone()
+        value = f"raw put {number} tea"
+        (version,) = link.execute(RAW_PUT, (value, value, now, owner_id, uid, keys[number])).fetchone()
         link.execute(RAW_EVENT, (owner_id, uid, keys[number], version, f"raw put {number} tea", owner_id, now))
         link.execute("COMMIT")
 
     def query(word: str) -> list:
-        # As memories.search does: probe the index, then rank the matches or walk the newest.
-        (matches,) = link.execute(RAW_PROBE, (f'"{word}"', search.RANK_ALL_LIMIT + 1)).fetchone()
-        if matches > search.RANK_ALL_LIMIT:
-            return link.execute(RAW_QUERY_NEWEST, (owner_id, uid, f"%{word}%", f"%{word}%", QUERY_LIMIT)).fetchall()
-        return link.execute(RAW_QUERY, (owner_id, uid, f'"{word}"', QUERY_LIMIT)).fetchall()
+        # As memories.search does: the user's newest candidates from the words index, ranked, then
+        # the best of them by id.
+        match = f'scope : "{search.lexical.scope_token(owner_id, uid)}" AND {{key value}} : ("{word}")'
+        candidates = link.execute(RAW_CANDIDATES, (match, search.RANK_CAP)).fetchall()
+        best = sorted(candidates, key=lambda row: (-row[1], row[2]), reverse=False)[:QUERY_LIMIT]
+        ids = [row[0] for row in best]
+        return link.execute(RAW_BY_IDS.format(ids=", ".join("?" * len(ids))), ids).fetchall()
 
     timings = {
         "put": time_calls(put, samples),

@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from memories.folding import fold
+
 UID_MAX_LENGTH = 255
 KEY_MAX_LENGTH = 255
 KIND_MAX_LENGTH = 32
@@ -32,6 +34,34 @@ def new_honcho_session_id() -> str:
     return f"mh-{time.time_ns():016x}{secrets.token_hex(8)}"
 
 
+class FoldedCopyField(models.TextField):
+    """A copy of another field's text, folded for search (memories.folding.fold), kept by the field itself.
+
+    Like auto_now, the copy is made whenever the row is saved (save() and bulk_create), so no writer
+    can store a value and forget its folded copy; a save with update_fields must name the copy too,
+    and the import's raw INSERT writes it with the value.
+    """
+
+    def __init__(self, *args: object, source: str = "", **kwargs: object) -> None:
+        self.source = source
+        kwargs.setdefault("editable", False)
+        kwargs.setdefault("default", "")
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple:
+        name, path, args, kwargs = super().deconstruct()
+        kwargs["source"] = self.source
+        kwargs.pop("editable", None)
+        if kwargs.get("default") == "":
+            kwargs.pop("default")
+        return name, path, args, kwargs
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> str:
+        folded = fold(getattr(model_instance, self.source))
+        setattr(model_instance, self.attname, folded)
+        return folded
+
+
 class MemoryEntry(models.Model):
     """One memory an account holds about one of its users (uid)."""
 
@@ -44,6 +74,9 @@ class MemoryEntry(models.Model):
     created = models.DateTimeField()
     updated = models.DateTimeField()
     version = models.PositiveIntegerField(default=1)
+    # What search reads: key and value without case or accents (memories.folding).
+    key_folded = FoldedCopyField(source="key")
+    value_folded = FoldedCopyField(source="value")
     # Kept across updates; a deleted and re-created key gets a new one. Filled whether sync is on or not.
     honcho_session_id = models.CharField(
         max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, default=new_honcho_session_id, editable=False

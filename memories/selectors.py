@@ -44,15 +44,19 @@ def entry_find(
     query_text: str,
     kind: str | None = None,
     match: str = MATCH_RANKED,
-) -> QuerySet[MemoryEntry]:
-    """One user's entries whose key or value holds query_text, case-insensitively.
+) -> "search.LexicalMatches | QuerySet[MemoryEntry]":
+    """One user's entries that match query_text, sliceable and countable like a QuerySet.
 
-    match=MATCH_RANKED (the default) uses the full-text index: best match first, then newest.
-    Query texts of 1 or 2 characters, and match=MATCH_SUBSTRING, scan instead, newest first.
+    match=MATCH_RANKED (the default): any of the query's words, best match first, then the rest
+    newest first (memories.search.lexical says the rule); a LexicalMatches, whose entries carry
+    their score. A query of one word of 1 or 2 characters, and match=MATCH_SUBSTRING, scan for
+    query_text as one substring of the key or value instead, newest first (a QuerySet).
     Either way every entry that holds query_text is found.
     """
-    if match == MATCH_RANKED and len(query_text) >= search.MIN_INDEXED_LENGTH:
-        return search.ranked(owner_id=owner.pk, uid=uid, kind=kind, query_text=query_text)
+    if match == MATCH_RANKED:
+        matches = search.LexicalMatches(owner_id=owner.pk, uid=uid, kind=kind, query_text=query_text)
+        if matches.query.indexed:
+            return matches
     entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
     if kind:
         entries = entries.filter(kind=kind)
@@ -116,7 +120,8 @@ def context_block(
     if total and query_text:
         # 2. the ranked search, as ?q= answers it
         found = entry_find(owner=owner, uid=uid, query_text=query_text)[: context.CONTEXT_RELEVANT_LIMIT]
-        for row in found.values_list(*CONTEXT_FIELDS):
+        for entry in found:
+            row = tuple(getattr(entry, name) for name in CONTEXT_FIELDS)
             builder.offer(context.Candidate(*row), reason=context.REASON_RELEVANT)
     # 3. the newest memories, a chunk at a time (each twice the last) until the budget is spent.
     # Each chunk holds only memories short enough for the room left (an item is never shorter than
@@ -156,6 +161,16 @@ def context_block(
             last_updated=last_updated,
         ),
     )
+
+
+def entry_find_sorted(
+    *, owner: User, uid: str, query_text: str, kind: str | None = None, order_by: tuple[str, ...]
+) -> QuerySet[MemoryEntry]:
+    """The entries entry_find finds, in another order (the dashboard's sortable columns)."""
+    found = entry_find(owner=owner, uid=uid, query_text=query_text, kind=kind)
+    if isinstance(found, search.LexicalMatches):
+        found = search.matches(owner_id=owner.pk, uid=uid, kind=kind, query=found.query)
+    return found.order_by(*order_by)
 
 
 def user_list(*, owner: User, search: str | None = None) -> QuerySet:

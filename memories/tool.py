@@ -89,7 +89,7 @@ def _query(account: User, uid: str, args: dict[str, Any]) -> Reply:
     if "\x00" in query_text or not _storable(query_text):
         return _error("query: must not contain NUL characters or unpaired surrogates.")
     found = selectors.entry_find(owner=account, uid=uid, query_text=query_text)[: settings.MEMORYHUB_QUERY_LIMIT]
-    results = [{"key": key, "value": value} for key, value in found.values_list("key", "value")]
+    results = [{"key": entry.key, "value": entry.value} for entry in found]
     return {"ok": True, "results": results, "count": len(results)}
 
 

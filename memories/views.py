@@ -30,7 +30,7 @@ from django.utils.module_loading import import_string
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
-from memories import accounts, diff, selectors, services
+from memories import accounts, diff, search, selectors, services
 from memories.backends import hub_status
 from memories.forms import EntryChangeForm, EntryCreateForm, format_meta, same_lines
 from memories.models import MemoryEvent
@@ -46,6 +46,8 @@ ENTRY_SORTS = {
     "-kind": ("-kind", "key"),
 }
 DEFAULT_ENTRY_SORT = "-updated"
+# With a query, the default: the search's own order (best match first, then newest).
+RELEVANCE_SORT = "relevance"
 # The entry page shows this many of the newest changes; the API pages through all of them.
 HISTORY_LIMIT = 50
 # Changes counted on the overview.
@@ -86,6 +88,53 @@ def _required(request: HttpRequest, name: str) -> str:
 
 def _page(rows: QuerySet | list, request: HttpRequest) -> Page:  # a QuerySet of models or of dicts
     return Paginator(rows, settings.MEMORYHUB_PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+class BoundedPage:
+    """A page of rows counted only up to COUNT_LIMIT + 1: Django's Page, less the count of every row.
+
+    The rows may be a QuerySet or a memories.search.LexicalMatches. The page reads one row more than
+    it shows, to know whether another page follows.
+    """
+
+    def __init__(self, rows, request: HttpRequest) -> None:  # noqa: ANN001 (a QuerySet or LexicalMatches)
+        size = settings.MEMORYHUB_PAGE_SIZE
+        try:
+            self.number = max(1, int(request.GET.get("page", 1)))
+        except ValueError:
+            self.number = 1
+        self.start = (self.number - 1) * size
+        found = list(rows[self.start : self.start + size + 1])
+        self._has_next = len(found) > size
+        self.object_list = found[:size]
+        count = rows.count() if hasattr(rows, "order_at") else rows[: search.COUNT_LIMIT + 1].count()
+        self.count = max(count, min(self.start + len(found), search.COUNT_LIMIT + 1))
+        self.count_exact = self.count <= search.COUNT_LIMIT
+        self.num_pages = -(-self.count // size) if self.count_exact else None
+        self.order = str(rows.order_at(self.start)) if hasattr(rows, "order_at") else ""
+
+    @property
+    def first_shown(self) -> int:
+        return self.start + 1
+
+    @property
+    def last_shown(self) -> int:
+        return self.start + len(self.object_list)
+
+    def has_next(self) -> bool:
+        return self._has_next
+
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    def has_other_pages(self) -> bool:
+        return self.has_next() or self.has_previous()
+
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+    def previous_page_number(self) -> int:
+        return self.number - 1
 
 
 def page_url(view_name: str, scope: Scope | None = None, **params: str) -> str:
@@ -171,13 +220,19 @@ def user_memories(request: HttpRequest) -> HttpResponse:
     scope = _scope(request)
     query_text = request.GET.get("q", "")
     kind = request.GET.get("kind", "")
-    sort = request.GET.get("sort", DEFAULT_ENTRY_SORT)
-    if sort not in ENTRY_SORTS:
-        sort = DEFAULT_ENTRY_SORT
+    default_sort = RELEVANCE_SORT if query_text else DEFAULT_ENTRY_SORT
+    sort = request.GET.get("sort", default_sort)
+    if sort not in ENTRY_SORTS and sort != default_sort:
+        sort = default_sort
     if query_text:
         entries = selectors.entry_find(owner=scope.owner, uid=uid, query_text=query_text, kind=kind or None)
+        if sort != RELEVANCE_SORT:
+            # Another order of the same matches.
+            entries = selectors.entry_find_sorted(
+                owner=scope.owner, uid=uid, query_text=query_text, kind=kind or None, order_by=ENTRY_SORTS[sort]
+            )
     else:
-        entries = selectors.entry_list(owner=scope.owner, uid=uid, kind=kind or None)
+        entries = selectors.entry_list(owner=scope.owner, uid=uid, kind=kind or None).order_by(*ENTRY_SORTS[sort])
     kinds = selectors.kind_counts(owner=scope.owner, uid=uid)
     context = {
         "scope": scope,
@@ -185,9 +240,10 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         "query_text": query_text,
         "kind": kind,
         "sort": sort,
+        "default_sort": default_sort,
         "kinds": kinds,
         "total": sum(row["entries"] for row in kinds),
-        "page": _page(entries.order_by(*ENTRY_SORTS[sort]), request),
+        "page": BoundedPage(entries, request),
         "first_memory_curl": _first_memory_curl(request, uid),
     }
     return render(request, "memories/user_memories.html", context)

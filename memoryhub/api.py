@@ -18,6 +18,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import InvalidField
@@ -84,6 +85,95 @@ class MemoryPagination(PageNumberPagination):
     @property
     def max_page_size(self) -> int:  # type: ignore[override]
         return settings.MEMORYHUB_MAX_PAGE_SIZE
+
+
+# A page's count is exact up to this many matches; beyond, it is this + 1 and count_exact is false.
+PAGE_COUNT_LIMIT = 1000
+
+
+class BoundedPagination(MemoryPagination):
+    """Numbered pages whose count stops at PAGE_COUNT_LIMIT + 1, so a page never counts every match.
+
+    The envelope: count (exact up to PAGE_COUNT_LIMIT), count_exact, order ("relevance" or
+    "newest": the order of this page's results), next, previous, results. Any page number is
+    accepted while it has results, so every match is reachable whatever the count says; next is
+    given when the page after this one has results (one row more is read to know). The rows may be a
+    QuerySet or anything sliced and counted like one (memories.search.LexicalMatches, whose own
+    count is bounded); order_at(offset) on them names their order, else it is "newest".
+    """
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: "APIView | None" = None) -> list:
+        self.request = request
+        page_size = self.get_page_size(request)
+        try:
+            self.page_number = int(request.query_params.get(self.page_query_param, 1))
+        except ValueError:
+            self.page_number = 0
+        if self.page_number < 1:
+            raise exceptions.NotFound("Invalid page.")
+        start = (self.page_number - 1) * page_size
+        rows = list(queryset[start : start + page_size + 1])
+        if not rows and self.page_number > 1:
+            raise exceptions.NotFound("Invalid page.")
+        self.has_next = len(rows) > page_size
+        if hasattr(queryset, "order_at"):
+            self.order = str(queryset.order_at(start))
+            self.count = queryset.count()
+        else:
+            self.order = "newest"
+            self.count = queryset[: PAGE_COUNT_LIMIT + 1].count()
+        # The page itself may know more than the bounded count: it never says fewer than it shows.
+        self.count = max(self.count, min(start + len(rows), PAGE_COUNT_LIMIT + 1))
+        return rows[:page_size]
+
+    def get_next_link(self) -> str | None:
+        if not self.has_next:
+            return None
+        return replace_query_param(self.request.build_absolute_uri(), self.page_query_param, self.page_number + 1)
+
+    def get_previous_link(self) -> str | None:
+        if self.page_number <= 1:
+            return None
+        url = self.request.build_absolute_uri()
+        if self.page_number == 2:
+            return remove_query_param(url, self.page_query_param)
+        return replace_query_param(url, self.page_query_param, self.page_number - 1)
+
+    def get_paginated_response(self, data: list) -> Response:
+        return Response(
+            {
+                "count": self.count,
+                "count_exact": self.count <= PAGE_COUNT_LIMIT,
+                "order": self.order,
+                "next": self.get_next_link(),
+                "previous": self.get_previous_link(),
+                "results": data,
+            }
+        )
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        return {
+            "type": "object",
+            "required": ["count", "count_exact", "order", "results"],
+            "properties": {
+                "count": {
+                    "type": "integer",
+                    "example": 123,
+                    "description": f"How many results there are, exact up to {PAGE_COUNT_LIMIT}; "
+                    f"{PAGE_COUNT_LIMIT + 1} means more (count_exact is then false).",
+                },
+                "count_exact": {"type": "boolean", "description": "Whether count is every result."},
+                "order": {
+                    "type": "string",
+                    "enum": ["relevance", "newest"],
+                    "description": "The order of this page: best match first (the ranked candidates of a "
+                    "query), or newest first (lists, and a query's results past its ranked candidates).",
+                },
+                "next": {"type": "string", "nullable": True, "format": "uri"},
+                "previous": {"type": "string", "nullable": True, "format": "uri"},
+                "results": schema,
+            },
+        }
 
 
 class HubJSONParser(JSONParser):

@@ -319,6 +319,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memories.api.schema.document_error_responses",
+        "memories.api.schema.document_search_only_fields",
     ],
 }
 

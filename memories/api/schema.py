@@ -51,3 +51,18 @@ def document_error_responses(
                         "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}
                     }
     return result
+
+
+# Fields a list's results have only when the list is a search (?q=): documented, but not required.
+SEARCH_ONLY_FIELDS = {"SearchResult": ("score", "matched_terms")}
+
+
+def document_search_only_fields(
+    result: dict[str, Any], generator: object, request: object, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: a memories list has score and matched_terms only with ?q=."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, fields in SEARCH_ONLY_FIELDS.items():
+        if name in schemas:
+            schemas[name]["required"] = [field for field in schemas[name].get("required", []) if field not in fields]
+    return result

@@ -5,6 +5,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.models import KEY_MAX_LENGTH, MemoryEntry, MemoryEvent
@@ -39,6 +40,30 @@ class EntrySerializer(serializers.ModelSerializer):
     class Meta:
         model = MemoryEntry
         fields = ["uid", "key", "value", "kind", "meta", "version", "created", "updated"]
+        read_only_fields = fields
+
+
+class SearchResultSerializer(EntrySerializer):
+    """An entry found by ?q=, with what ranked it."""
+
+    score = serializers.SerializerMethodField(
+        help_text="The ranking's score (higher is better; comparable within one query only); null past the "
+        "ranked candidates, where results come newest first, and with match=substring."
+    )
+    matched_terms = serializers.SerializerMethodField(
+        help_text="The query's words and phrases (folded: no case, no accents) that the entry holds."
+    )
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_score(self, entry: MemoryEntry) -> float | None:
+        return getattr(entry, "score", None)
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_matched_terms(self, entry: MemoryEntry) -> list[str]:
+        return list(getattr(entry, "matched_terms", ()))
+
+    class Meta(EntrySerializer.Meta):
+        fields = [*EntrySerializer.Meta.fields, "score", "matched_terms"]
         read_only_fields = fields
 
 

@@ -36,6 +36,7 @@ from memories.api.serializers import (
     EventSerializer,
     ForgetSerializer,
     InfoSerializer,
+    SearchResultSerializer,
     SyncStatusSerializer,
     UserSummarySerializer,
 )
@@ -43,7 +44,7 @@ from memories.backends import hub_status
 from memories.models import MemoryEntry
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
-from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, MemoryPagination
+from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
@@ -186,6 +187,7 @@ class MemoryViewSet(HubViewSet):
 
     lookup_field = "key"
     lookup_value_regex = SEGMENT
+    pagination_class = BoundedPagination
 
     @extend_schema(
         summary="List a user's memories, or query them with q",
@@ -193,9 +195,9 @@ class MemoryViewSet(HubViewSet):
             OpenApiParameter(
                 "q",
                 str,
-                description=(
-                    "Only entries whose key or value holds this text (any case), best match first, then newest."
-                ),
+                description="Entries whose key or value holds any of these words (any case, any accents; "
+                '"words in quotes" as one phrase), best match first, then the rest newest first; each result '
+                "has its score and matched_terms.",
             ),
             OpenApiParameter("kind", str, description="Only entries of this kind."),
             OpenApiParameter(
@@ -205,7 +207,7 @@ class MemoryViewSet(HubViewSet):
                 description="With q: 'ranked' (default) uses the search index; 'substring' scans, newest first.",
             ),
         ],
-        responses=EntrySerializer(many=True),
+        responses=SearchResultSerializer(many=True),
     )
     def list(self, request: Request, uid: str) -> Response:
         query_text = request.query_params.get("q", "")
@@ -217,8 +219,8 @@ class MemoryViewSet(HubViewSet):
             entries = selectors.entry_find(
                 owner=request_account(request), uid=uid, query_text=query_text, kind=kind, match=match
             )
-        else:
-            entries = selectors.entry_list(owner=request_account(request), uid=uid, kind=kind)
+            return _paginate(self, request, entries, SearchResultSerializer)
+        entries = selectors.entry_list(owner=request_account(request), uid=uid, kind=kind)
         return _paginate(self, request, entries, EntrySerializer)
 
     @extend_schema(

@@ -29,7 +29,13 @@ from memories.services.entries import (
     sync_outbox_record,
     user_forget,
 )
-from memories.services.imports import IMPORT_MAX_VERSION, ImportCounts, ImportRecord, entries_import
+from memories.services.imports import (
+    IMPORT_MAX_VERSION,
+    ImportCounts,
+    ImportRecord,
+    entries_import,
+    search_statistics_refresh,
+)
 
 __all__ = [
     "ABSENT_VERSION",
@@ -47,6 +53,7 @@ __all__ = [
     "VersionConflict",
     "entries_batch",
     "entries_import",
+    "search_statistics_refresh",
     "entry_delete",
     "entry_put",
     "entry_restore",

@@ -108,7 +108,7 @@ def _apply_change(
     entry.value, entry.kind, entry.meta = new_value, new_kind, new_meta
     entry.version += 1
     entry.updated = timezone.now()
-    entry.save(update_fields=["value", "kind", "meta", "version", "updated"])
+    entry.save(update_fields=["value", "value_folded", "kind", "meta", "version", "updated"])
     _event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before).save()
     sync_outbox_record(owner=owner, entries=[entry])
     if entry.value != before.value:

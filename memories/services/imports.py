@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.embeddings.store import embedding_mark_stale
+from memories.folding import fold
 from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent, new_honcho_session_id
 from memories.services.entries import sync_outbox_record
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
@@ -77,6 +78,7 @@ def _existing_entries(*, owner: User, identities: list[tuple[str, str]], lock: b
 
 ENTRY_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "value", "kind", "meta", "created", "updated", "version", "honcho_session_id",
+    "key_folded", "value_folded",
 )  # fmt: skip
 EVENT_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
@@ -170,7 +172,7 @@ def entries_import(
                 session_id = new_honcho_session_id()
                 new_rows.append(
                     (owner.pk, record.uid, record.key, record.value, record.kind, meta,
-                     as_db_time(created), as_db_time(updated), version, session_id)
+                     as_db_time(created), as_db_time(updated), version, session_id, fold(record.key), fold(record.value))
                 )  # fmt: skip
                 # What the sync outbox reads of a created entry: its identity, version and session.
                 created_entries.append(
@@ -193,6 +195,7 @@ def entries_import(
                 if entry.value != record.value:
                     text_changed.append(entry)
                 entry.value, entry.kind, entry.meta = record.value, record.kind, record.meta
+                entry.value_folded = fold(record.value)
                 entry.version = max(entry.version + 1, record.version or 1)
                 entry.updated = now
                 changed_entries.append(entry)
@@ -202,8 +205,25 @@ def entries_import(
             return counts
         _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, new_rows)
         if changed_entries:
-            MemoryEntry.objects.bulk_update(changed_entries, ["value", "kind", "meta", "version", "updated"])
+            MemoryEntry.objects.bulk_update(
+                changed_entries, ["value", "value_folded", "kind", "meta", "version", "updated"]
+            )
         _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
         sync_outbox_record(owner=owner, entries=created_entries + changed_entries)
         embedding_mark_stale(created_entries + text_changed)
     return counts
+
+
+def search_statistics_refresh() -> None:
+    """Bring the planner's statistics up to date after a bulk import, so the next search plans well.
+
+    PostgreSQL: ANALYZE of the entry table (its size and word statistics weigh the ranking and
+    guide the planner; right after a large import they are empty or stale, and a search could take
+    a second). SQLite: PRAGMA optimize, which analyses only what changed enough to need it.
+    """
+    connection = transaction.get_connection()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(MemoryEntry._meta.db_table)}")
+        else:
+            cursor.execute("PRAGMA optimize")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from memories import selectors, services
 from memories.models import MemoryEntry, MemoryEvent
@@ -156,6 +157,21 @@ def test_the_import_finds_imported_entries_through_search(owner, tmp_path: Path)
     _write_file(source, [{"owner": "owner", "uid": "alice", "key": "drink", "value": "green tea"}])
     call_command("import_memories", str(source))
     assert [entry.key for entry in selectors.entry_find(owner=owner, uid="alice", query_text="green")] == ["drink"]
+
+
+def test_an_import_leaves_the_database_with_fresh_statistics(owner, tmp_path: Path):
+    source = tmp_path / "bulk.jsonl"
+    _write_file(source, [{"owner": "owner", "uid": "alice", "key": f"k{n}", "value": f"tea {n}"} for n in range(50)])
+    call_command("import_memories", str(source))
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'memories_memoryentry'::regclass")
+            # -1 until the table is analysed (PostgreSQL 14+).
+            assert cursor.fetchone()[0] == 50
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'")
+            assert cursor.fetchone()[0] == 1
 
 
 def test_an_export_to_standard_output_reads_back(owner, stranger, tmp_path: Path, capfdbinary):

@@ -1,13 +1,11 @@
 """Reads take a fixed number of queries, however many entries there are."""
 
 import pytest
+
 from django.db import connection
 
 from memories import services
-
-# On SQLite a query first probes the full-text index (at most 2,001 rows) to choose between ranking
-# every match and walking the newest entries; PostgreSQL ranks with its GIN indexes directly.
-SEARCH_PROBE = 1 if connection.vendor == "sqlite" else 0
+from memories.search import lexical
 
 
 @pytest.fixture
@@ -18,17 +16,29 @@ def many_entries(owner):
 
 
 def test_listing_a_page_takes_three_queries(owner_api, many_entries, django_assert_num_queries):
-    # 1. the token and its account, 2. the count, 3. the page
+    # 1. the token and its account, 2. the count (of at most 1,001 rows), 3. the page and one row more
     with django_assert_num_queries(3):
         response = owner_api.get("/api/v1/users/alice/memories/?page_size=20")
     assert len(response.json()["results"]) == 20
 
 
-def test_querying_takes_three_queries_and_the_index_probe(owner_api, many_entries, django_assert_num_queries):
-    # 1. the token and its account, (SQLite: the index probe), 2. the count of matches, 3. the page of matches
-    with django_assert_num_queries(3 + SEARCH_PROBE):
+def test_querying_takes_four_queries(owner_api, many_entries, django_assert_num_queries):
+    # 1. the token and its account, 2. the ranked candidates (with their scores),
+    # 3. the count of matches (of at most 1,001), 4. the page's entries by id
+    with django_assert_num_queries(4):
         response = owner_api.get("/api/v1/users/alice/memories/?q=PYTHON")
     assert response.json()["count"] == 30
+
+
+def test_a_page_past_the_ranked_candidates_takes_five_queries(
+    owner_api, many_entries, monkeypatch, django_assert_num_queries
+):
+    monkeypatch.setattr(lexical, "RANK_CAP", 10)
+    # 1. the token and its account, 2. the ranked candidates, (SQLite: 3. how many hold the word whole,
+    # since the candidates reached the cap), 3. the count of matches, 4. the rest, newest first
+    with django_assert_num_queries(5 if connection.vendor == "sqlite" else 4):
+        response = owner_api.get("/api/v1/users/alice/memories/?q=python&page_size=10&page=2")
+    assert response.json()["order"] == "newest"
 
 
 def test_listing_users_takes_three_queries(owner_api, many_entries, django_assert_num_queries):
@@ -47,9 +57,9 @@ def test_history_takes_three_queries(owner, owner_api, django_assert_num_queries
     assert response.json()["count"] == 10
 
 
-def test_the_tool_query_and_list_take_two_queries(owner_api, many_entries, django_assert_num_queries):
-    # 1. the token and its account, (SQLite: the index probe), 2. the matches (or the list)
-    with django_assert_num_queries(2 + SEARCH_PROBE):
+def test_the_tool_query_and_list_take_two_or_three_queries(owner_api, many_entries, django_assert_num_queries):
+    # 1. the token and its account, 2. the ranked candidates, 3. their entries by id (the list: 2. the list)
+    with django_assert_num_queries(3):
         owner_api.post("/api/v1/tool", {"action": "query", "uid": "alice", "query": "python"}, format="json")
     with django_assert_num_queries(2):
         owner_api.post("/api/v1/tool", {"action": "list", "uid": "alice"}, format="json")

@@ -119,6 +119,8 @@ class Command(BaseCommand):
         report = self.import_file(path, target=target, dry_run=dry_run, chunk_size=chunk_size, progress=progress)
         if progress is not None:
             progress.finish()
+        if not dry_run and (report.created or report.updated):
+            services.search_statistics_refresh()
         self.stdout.write(report.summary(dry_run=dry_run))
         for line_number, message in report.errors:
             self.stdout.write(f"  line {line_number}: {message}")

@@ -1,0 +1,20 @@
+"""The one folding of text that search matches on: case and accents, the same on every database.
+
+SQLite 3.40's trigram tokenizer folds ASCII case only and cannot strip accents, and PostgreSQL's
+`unaccent` is an extension an ordinary database owner may not be able to create. So the hub folds in
+Python, once per write, into columns beside the key and the value (MemoryEntry.key_folded and
+value_folded), and every index and every query of the search reads those columns: "Café", "CAFE"
+and "café" are one word on SQLite and on PostgreSQL alike.
+"""
+
+import unicodedata
+
+
+def fold(text: str) -> str:
+    """text without case or accents: casefold, decompose (NFKD), drop the combining marks, casefold again.
+
+    The second casefold catches capitals that a compatibility decomposition brings out (the "MHz"
+    of the "㎒" sign).
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(char for char in decomposed if not unicodedata.combining(char)).casefold()

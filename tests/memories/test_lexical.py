@@ -1,0 +1,225 @@
+"""Search by words: what an agent sees when it asks in words rather than by an exact substring.
+
+Every test here runs on SQLite and, with DATABASE_URL set, on PostgreSQL: the folding and the
+matching rule are the same on both.
+"""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memories import search, selectors, services
+from memories.search import lexical
+from memories.services.imports import ImportRecord, entries_import
+
+
+def _put(owner, key: str, value: str, uid: str = "alice") -> None:
+    services.entry_put(owner=owner, uid=uid, key=key, value=value)
+
+
+def _found_keys(owner, query_text: str, uid: str = "alice", **options) -> list[str]:
+    return [entry.key for entry in selectors.entry_find(owner=owner, uid=uid, query_text=query_text, **options)]
+
+
+def _import(owner, uid: str, values: dict[str, str]) -> None:
+    records = [ImportRecord(uid=uid, key=key, value=value, kind="fact", meta={}) for key, value in values.items()]
+    entries_import(owner=owner, records=records)
+
+
+def test_an_entry_holding_any_of_the_words_matches(owner):
+    _put(owner, "language", "prefers Python, writes Rust on weekends")
+    _put(owner, "editor", "uses vim")
+    _put(owner, "drink", "green tea")
+    assert _found_keys(owner, "python rust") == ["language"]
+    assert set(_found_keys(owner, "rust vim")) == {"language", "editor"}
+
+
+def test_an_entry_holding_more_of_the_words_ranks_first(owner):
+    _put(owner, "both", "writes rust and python")
+    _put(owner, "rust", "writes rust at work")
+    _put(owner, "python", "writes python scripts")
+    assert _found_keys(owner, "python rust")[0] == "both"
+
+
+def test_a_rare_word_outranks_a_common_one(owner):
+    _import(owner, "alice", {f"note{number}": f"drinks coffee, note {number}" for number in range(30)})
+    _put(owner, "bird", "saw a quetzal in the forest")
+    found = _found_keys(owner, "coffee quetzal")
+    assert found[0] == "bird"
+    assert len(found) == 31
+
+
+def test_a_word_in_the_key_ranks_above_the_same_word_in_the_value(owner):
+    _put(owner, "notes", "mentioned the editor once, among many other words in a long value")
+    _put(owner, "editor", "vim")
+    assert _found_keys(owner, "editor") == ["editor", "notes"]
+
+
+def test_words_in_double_quotes_match_as_one_phrase(owner):
+    _put(owner, "language", "prefers python, writes rust on weekends")
+    _put(owner, "other", "rust writes nothing")
+    assert _found_keys(owner, '"writes rust"') == ["language"]
+    assert set(_found_keys(owner, "writes rust")) == {"language", "other"}
+
+
+def test_a_word_inside_a_longer_word_still_matches(owner):
+    _put(owner, "editor", "uses neovim daily")
+    _put(owner, "language", "javascript and typescript")
+    assert _found_keys(owner, "vim") == ["editor"]
+    assert _found_keys(owner, "script java") == ["language"]
+
+
+def test_question_words_do_not_make_every_entry_a_match(owner):
+    _put(owner, "editor", "she uses vim, what does it matter")
+    _put(owner, "food", "she does not eat peanuts")
+    _put(owner, "drink", "what she drinks is tea")
+    assert _found_keys(owner, "which editor does she use") == ["editor"]
+    assert _found_keys(owner, "what food can she not eat") == ["food"]
+
+
+def test_a_query_made_only_of_question_words_finds_that_phrase(owner):
+    _put(owner, "quote", "she asked: what does she want?")
+    _put(owner, "food", "she does not eat peanuts")
+    assert _found_keys(owner, "what does she") == ["quote"]
+    assert set(_found_keys(owner, "she")) == {"quote", "food"}
+
+
+@pytest.mark.parametrize("query_text", ["cafe", "CAFÉ", "Café", "café", "CAFE"])
+def test_case_and_accents_fold_the_same_way_on_every_database(owner, query_text):
+    _put(owner, "drink", "Un CAFÉ au lait")
+    _put(owner, "Crème brûlée", "dessert")
+    _put(owner, "other", "tea")
+    assert _found_keys(owner, query_text) == ["drink"]
+    assert _found_keys(owner, "creme BRULEE") == ["Crème brûlée"]
+    assert _found_keys(owner, "NAÏVE") == []
+
+
+def test_folding_strips_accents_and_case_of_every_script():
+    assert search.query_parse("Ærøskøbing ÉTÉ İstanbul straße").words == ("ærøskøbing", "ete", "istanbul", "strasse")
+
+
+def test_another_accounts_data_never_changes_which_of_my_entries_match(owner, stranger):
+    _put(owner, "drink", "coffee, black")
+    _put(owner, "editor", "uses vim")
+    _put(owner, "food", "the spicy kind")
+    queries = ["coffee", "vim coffee", "the", "what does she eat", "spicy black"]
+    before = {query: sorted(_found_keys(owner, query)) for query in queries}
+    # Far more matches in the hub than any threshold: the same words, thousands of times.
+    _import(stranger, "alice", {f"k{number}": f"coffee the vim spicy black {number}" for number in range(2500)})
+    after = {query: sorted(_found_keys(owner, query)) for query in queries}
+    assert after == before
+
+
+def test_the_api_gives_each_result_its_score_and_matched_words_for_a_query_only(owner, owner_api):
+    _put(owner, "language", "prefers Python, writes Rust")
+    _put(owner, "editor", "uses vim")
+    found = owner_api.get("/api/v1/users/alice/memories", {"q": "rust python"}).json()
+    assert found["order"] == "relevance"
+    assert found["count"] == 1 and found["count_exact"] is True
+    [result] = found["results"]
+    assert result["score"] > 0
+    assert result["matched_terms"] == ["rust", "python"]
+    listed = owner_api.get("/api/v1/users/alice/memories").json()
+    assert "score" not in listed["results"][0]
+    assert listed["order"] == "newest"
+
+
+def test_the_count_is_exact_up_to_a_thousand_and_says_so_beyond(owner, owner_api):
+    _import(owner, "alice", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1005)})
+    _import(owner, "bob", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1000)})
+    many = owner_api.get("/api/v1/users/alice/memories", {"q": "coffee", "page_size": 10}).json()
+    assert (many["count"], many["count_exact"]) == (1001, False)
+    exact = owner_api.get("/api/v1/users/bob/memories", {"q": "coffee", "page_size": 10}).json()
+    assert (exact["count"], exact["count_exact"]) == (1000, True)
+    listed = owner_api.get("/api/v1/users/alice/memories", {"page_size": 10}).json()
+    assert (listed["count"], listed["count_exact"]) == (1001, False)
+
+
+def _all_pages(owner_api, params: dict) -> tuple[list[str], list[str]]:
+    keys, orders = [], []
+    page = owner_api.get("/api/v1/users/alice/memories", params).json()
+    while True:
+        keys += [result["key"] for result in page["results"]]
+        orders.append(page["order"])
+        if page["next"] is None:
+            return keys, orders
+        page = owner_api.get(page["next"]).json()
+
+
+def test_paging_reaches_every_match_once_past_the_ranked_candidates(owner, owner_api, monkeypatch):
+    monkeypatch.setattr(lexical, "RANK_CAP", 7)
+    values = {f"word{number:02d}": f"likes tea {number}" for number in range(20)}
+    # Matches that hold "tea" only inside a longer word: never candidates, still results.
+    values |= {f"inside{number:02d}": f"a steamboat {number}" for number in range(6)}
+    values |= {f"other{number:02d}": f"coffee {number}" for number in range(5)}
+    _import(owner, "alice", values)
+    keys, orders = _all_pages(owner_api, {"q": "tea", "page_size": 4})
+    assert sorted(keys) == sorted(key for key in values if not key.startswith("other"))
+    assert len(keys) == len(set(keys))
+    assert orders[0] == "relevance" and orders[-1] == "newest"
+
+
+def test_paging_past_the_count_limit_reaches_every_match(owner, owner_api):
+    _import(owner, "alice", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1010)})
+    keys, orders = _all_pages(owner_api, {"q": "coffee", "page_size": 500})
+    assert len(keys) == len(set(keys)) == 1010
+    assert orders == ["relevance", "newest", "newest"]
+
+
+def test_a_page_past_the_last_match_is_a_404(owner, owner_api):
+    _put(owner, "drink", "coffee")
+    assert owner_api.get("/api/v1/users/alice/memories", {"q": "coffee", "page": 2}).status_code == 404
+    assert owner_api.get("/api/v1/users/alice/memories", {"q": "coffee", "page": "x"}).status_code == 404
+
+
+def test_the_tool_and_the_api_rank_alike(owner, owner_api):
+    _put(owner, "both", "writes rust and python", uid="default")
+    _put(owner, "rust", "writes rust at work, every single day of the week", uid="default")
+    _put(owner, "python", "python", uid="default")
+    api = owner_api.get("/api/v1/users/default/memories", {"q": "python rust"}).json()
+    tool = owner_api.post("/api/v1/tool", {"action": "query", "query": "python rust"}, format="json").json()
+    assert [result["key"] for result in tool["results"]] == [result["key"] for result in api["results"]]
+
+
+def test_lexical_candidates_name_their_score_and_matched_terms(owner):
+    _put(owner, "language", "prefers python, writes rust")
+    _put(owner, "editor", "vim")
+    [candidate] = search.lexical_candidates(owner_id=owner.pk, uid="alice", query_text="Rust editors")
+    assert candidate.matched_terms == ("rust",)
+    assert candidate.score > 0
+
+
+LETTERS = "abcABCéÉxyz"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    values=st.lists(st.text(alphabet=LETTERS + " -'", min_size=0, max_size=30), min_size=1, max_size=8),
+    word=st.text(alphabet=LETTERS, min_size=1, max_size=6),
+)
+def test_every_entry_the_substring_scan_finds_for_a_word_is_found(owner, values, word):
+    services.user_forget(owner=owner, uid="prop")
+    for number, value in enumerate(values):
+        services.entry_put(owner=owner, uid="prop", key=f"k{number}", value=value or "-")
+    scanned = set(_found_keys(owner, word, uid="prop", match=selectors.MATCH_SUBSTRING))
+    found = _found_keys(owner, word, uid="prop")
+    assert scanned <= set(found)
+    assert len(found) == len(set(found))
+
+
+def test_the_dashboard_search_ranks_as_the_api_does(owner, owner_client):
+    _put(owner, "rust", "writes rust at work, every single day of the week")
+    _put(owner, "both", "writes rust and python")
+    page = owner_client.get("/user/", {"uid": "alice", "q": "python rust"}).content.decode()
+    assert page.index("writes rust and python") < page.index("writes rust at work")
+    assert "1–2 shown of 2 matching" in page and "best match first" in page
+
+
+def test_the_dashboard_says_how_many_are_shown_and_that_more_follow(owner, owner_client, settings):
+    settings.MEMORYHUB_PAGE_SIZE = 50
+    _import(owner, "alice", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1003)})
+    first = owner_client.get("/user/", {"uid": "alice", "q": "coffee"}).content.decode()
+    assert "1–50 shown, more matching" in first
+    assert "Page 1</span>" in first and 'rel="next"' in first
+    listed = owner_client.get("/user/", {"uid": "alice", "page": 3}).content.decode()
+    assert "101–150 shown, more (of 1003 memories)" in listed
