@@ -5,6 +5,7 @@ Entries are written only by memories.services; read them through memories.select
 
 import secrets
 import time
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -42,7 +43,7 @@ class FoldedCopyField(models.TextField):
     and the import's raw INSERT writes it with the value.
     """
 
-    def __init__(self, *args: object, source: str = "", **kwargs: object) -> None:
+    def __init__(self, *args: Any, source: str = "", **kwargs: Any) -> None:
         self.source = source
         kwargs.setdefault("editable", False)
         kwargs.setdefault("default", "")
@@ -77,6 +78,9 @@ class MemoryEntry(models.Model):
     # What search reads: key and value without case or accents (memories.folding).
     key_folded = FoldedCopyField(source="key")
     value_folded = FoldedCopyField(source="value")
+    # Not columns: set on the entries a search returns (memories.search), its score and the words matched.
+    score: float | None
+    matched_terms: tuple[str, ...]
     # Kept across updates; a deleted and re-created key gets a new one. Filled whether sync is on or not.
     honcho_session_id = models.CharField(
         max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, default=new_honcho_session_id, editable=False

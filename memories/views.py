@@ -33,7 +33,7 @@ from rest_framework.authtoken.models import Token
 from memories import accounts, diff, search, selectors, services
 from memories.backends import hub_status
 from memories.forms import EntryChangeForm, EntryCreateForm, format_meta, same_lines
-from memories.models import MemoryEvent
+from memories.models import MemoryEntry, MemoryEvent
 from memories.validation import InvalidField
 
 # The sort orders a user's memories table offers; each ends on a unique column so pages are stable.
@@ -97,7 +97,7 @@ class BoundedPage:
     it shows, to know whether another page follows.
     """
 
-    def __init__(self, rows, request: HttpRequest) -> None:  # noqa: ANN001 (a QuerySet or LexicalMatches)
+    def __init__(self, rows: "QuerySet[MemoryEntry] | search.LexicalMatches", request: HttpRequest) -> None:
         size = settings.MEMORYHUB_PAGE_SIZE
         try:
             self.number = max(1, int(request.GET.get("page", 1)))
@@ -107,11 +107,13 @@ class BoundedPage:
         found = list(rows[self.start : self.start + size + 1])
         self._has_next = len(found) > size
         self.object_list = found[:size]
-        count = rows.count() if hasattr(rows, "order_at") else rows[: search.COUNT_LIMIT + 1].count()
+        if isinstance(rows, search.LexicalMatches):
+            count, self.order = rows.count(), str(rows.order_at(self.start))
+        else:
+            count, self.order = rows[: search.COUNT_LIMIT + 1].count(), ""
         self.count = max(count, min(self.start + len(found), search.COUNT_LIMIT + 1))
         self.count_exact = self.count <= search.COUNT_LIMIT
         self.num_pages = -(-self.count // size) if self.count_exact else None
-        self.order = str(rows.order_at(self.start)) if hasattr(rows, "order_at") else ""
 
     @property
     def first_shown(self) -> int:

@@ -6,10 +6,11 @@ loads (for the default throttle), so nothing here imports rest_framework.views a
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.exceptions import ParseError
@@ -20,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
+from memories.search import LexicalMatches
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import InvalidField
 from memoryhub.ratelimit import parse_rate, rate_window
@@ -102,9 +104,14 @@ class BoundedPagination(MemoryPagination):
     count is bounded); order_at(offset) on them names their order, else it is "newest".
     """
 
-    def paginate_queryset(self, queryset: Any, request: Request, view: "APIView | None" = None) -> list:
-        self.request = request
-        page_size = self.get_page_size(request)
+    def paginate_queryset(
+        self,
+        queryset: "QuerySet[Any, Any] | Sequence[Any] | LexicalMatches",
+        request: Request,
+        view: "APIView | None" = None,
+    ) -> list:
+        self.request = self._request = request
+        page_size = self.get_page_size(request) or settings.MEMORYHUB_PAGE_SIZE
         try:
             self.page_number = int(request.query_params.get(self.page_query_param, 1))
         except ValueError:
@@ -116,12 +123,12 @@ class BoundedPagination(MemoryPagination):
         if not rows and self.page_number > 1:
             raise exceptions.NotFound("Invalid page.")
         self.has_next = len(rows) > page_size
-        if hasattr(queryset, "order_at"):
-            self.order = str(queryset.order_at(start))
-            self.count = queryset.count()
+        if isinstance(queryset, LexicalMatches):
+            # Its own bounded count, and the order at each offset.
+            self.order, self.count = str(queryset.order_at(start)), queryset.count()
         else:
             self.order = "newest"
-            self.count = queryset[: PAGE_COUNT_LIMIT + 1].count()
+            self.count = queryset[: PAGE_COUNT_LIMIT + 1].count() if isinstance(queryset, QuerySet) else len(queryset)
         # The page itself may know more than the bounded count: it never says fewer than it shows.
         self.count = max(self.count, min(start + len(rows), PAGE_COUNT_LIMIT + 1))
         return rows[:page_size]
@@ -129,12 +136,12 @@ class BoundedPagination(MemoryPagination):
     def get_next_link(self) -> str | None:
         if not self.has_next:
             return None
-        return replace_query_param(self.request.build_absolute_uri(), self.page_query_param, self.page_number + 1)
+        return replace_query_param(self._request.build_absolute_uri(), self.page_query_param, self.page_number + 1)
 
     def get_previous_link(self) -> str | None:
         if self.page_number <= 1:
             return None
-        url = self.request.build_absolute_uri()
+        url = self._request.build_absolute_uri()
         if self.page_number == 2:
             return remove_query_param(url, self.page_query_param)
         return replace_query_param(url, self.page_query_param, self.page_number - 1)

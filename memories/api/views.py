@@ -4,6 +4,7 @@ memories.api.urls registers them on the router. Every viewset reads and writes o
 account's entries; another account's uid or key answers 404, exactly as a missing one.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -42,6 +43,7 @@ from memories.api.serializers import (
 )
 from memories.backends import hub_status
 from memories.models import MemoryEntry
+from memories.search import LexicalMatches
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
 from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination
@@ -55,10 +57,14 @@ BATCH_KEY = "batch"
 
 
 def _paginate(
-    view: "HubViewSet", request: Request, queryset: QuerySet | list, serializer_class: type[serializers.BaseSerializer]
+    view: "HubViewSet",
+    request: Request,
+    queryset: "QuerySet | Sequence | LexicalMatches",
+    serializer_class: type[serializers.BaseSerializer],
 ) -> Response:
     paginator = view.pagination_class()
-    page = paginator.paginate_queryset(queryset, request, view=view)
+    # BoundedPagination (the memories' lists) also takes a search's LexicalMatches.
+    page = paginator.paginate_queryset(queryset, request, view=view)  # type: ignore[arg-type]
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 

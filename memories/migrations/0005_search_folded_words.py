@@ -15,7 +15,11 @@ PostgreSQL: a GIN index over the words of key_folded (weight A) and value_folded
 pg_trgm GIN indexes over both for substrings; they replace 0003's indexes over the raw text.
 """
 
+from collections.abc import Callable
+
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 import memories.models
 from memories.folding import fold
@@ -134,7 +138,7 @@ POSTGRES_BACKWARD = [
 ]
 
 
-def fold_existing_entries(apps, schema_editor) -> None:
+def fold_existing_entries(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Fill key_folded and value_folded of the entries written before this migration, in batches."""
     connection = schema_editor.connection
     last_id = 0
@@ -153,8 +157,8 @@ def fold_existing_entries(apps, schema_editor) -> None:
             last_id = rows[-1][0]
 
 
-def _run(statements_by_vendor: dict[str, list[str]]):
-    def run(apps, schema_editor) -> None:
+def _run(statements_by_vendor: dict[str, list[str]]) -> Callable[[StateApps, BaseDatabaseSchemaEditor], None]:
+    def run(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         for statement in statements_by_vendor.get(schema_editor.connection.vendor, []):
             schema_editor.execute(statement)
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import overload
 
 from django.db import connection
 from django.db.models import Q, QuerySet, TextChoices
@@ -180,7 +181,7 @@ def _candidates_sqlite(owner_id: int, uid: str, kind: str | None, query: Lexical
         f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid "
         f"WHERE {WORDS_TABLE} MATCH %s{kind_filter} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
     )
-    params: list[object] = [_words_match(owner_id, uid, query.ranking_terms)]
+    params: list[str | int] = [_words_match(owner_id, uid, query.ranking_terms)]
     if kind:
         params.append(kind)
     with connection.cursor() as cursor:
@@ -225,7 +226,7 @@ def _candidates_postgres(owner_id: int, uid: str, kind: str | None, query: Lexic
         f"frequency.*, {ranks} "
         f"FROM newest JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = newest.id CROSS JOIN frequency"
     )
-    params: list[object] = [owner_id, uid, *([kind] if kind else []), *tsquery_params, limit]
+    params: list[str | int] = [owner_id, uid, *([kind] if kind else []), *tsquery_params, limit]
     for term in terms:
         params += [term, DOCUMENT_FREQUENCY_LIMIT]
     params += terms
@@ -298,12 +299,12 @@ def _count_sqlite(owner_id: int, uid: str, kind: str | None, query: LexicalQuery
         f"WHERE {FTS_TABLE} MATCH %s AND {scope}"
     )
     parts = [substrings_part]
-    params: list[object] = [" OR ".join(_fts_string(text) for text in query.substrings), owner_id, uid]
+    params: list[str | int] = [" OR ".join(_fts_string(text) for text in query.substrings), owner_id, uid]
     params += [kind] if kind else []
     if query.short_words:
         parts.append(
-            f"SELECT {WORDS_TABLE}.rowid AS id FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid "
-            f"WHERE {WORDS_TABLE} MATCH %s{kind_filter}"
+            f"SELECT {WORDS_TABLE}.rowid AS id FROM {WORDS_TABLE} "
+            f"JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid WHERE {WORDS_TABLE} MATCH %s{kind_filter}"
         )
         params += [_words_match(owner_id, uid, query.short_words), *([kind] if kind else [])]
     with connection.cursor() as cursor:
@@ -316,9 +317,10 @@ def _word_count_sqlite(owner_id: int, uid: str, kind: str | None, query: Lexical
     if kind:
         sql = (
             f"SELECT count(*) FROM (SELECT {WORDS_TABLE}.rowid FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} "
-            f"ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid WHERE {WORDS_TABLE} MATCH %s AND +{ENTRY_TABLE}.kind = %s LIMIT %s)"
+            f"ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid "
+            f"WHERE {WORDS_TABLE} MATCH %s AND +{ENTRY_TABLE}.kind = %s LIMIT %s)"
         )
-        params: list[object] = [_words_match(owner_id, uid, query.ranking_terms), kind, limit]
+        params: list[str | int] = [_words_match(owner_id, uid, query.ranking_terms), kind, limit]
     else:
         sql = f"SELECT count(*) FROM (SELECT rowid FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s LIMIT %s)"
         params = [_words_match(owner_id, uid, query.ranking_terms), limit]
@@ -390,8 +392,19 @@ class LexicalMatches:
         ranked_ids = [candidate.entry_id for candidate in self.candidates]
         return self._queryset().exclude(pk__in=ranked_ids).order_by("-updated", "-id")
 
-    def __getitem__(self, index: slice) -> list[MemoryEntry]:
-        if not isinstance(index, slice) or index.step not in (None, 1):
+    @overload
+    def __getitem__(self, index: int) -> MemoryEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[MemoryEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> MemoryEntry | list[MemoryEntry]:
+        if isinstance(index, int):
+            one = self[index : index + 1]
+            if not one:
+                raise IndexError(index)
+            return one[0]
+        if index.step not in (None, 1):
             raise TypeError("LexicalMatches takes slices with a step of 1")
         start, stop = index.start or 0, index.stop
         if stop is None or start < 0 or stop < start:

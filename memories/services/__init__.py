@@ -53,12 +53,12 @@ __all__ = [
     "VersionConflict",
     "entries_batch",
     "entries_import",
-    "search_statistics_refresh",
     "entry_delete",
     "entry_put",
     "entry_restore",
     "entry_update",
     "probe_data_clear",
+    "search_statistics_refresh",
     "sync_outbox_record",
     "user_forget",
 ]

@@ -172,7 +172,8 @@ def entries_import(
                 session_id = new_honcho_session_id()
                 new_rows.append(
                     (owner.pk, record.uid, record.key, record.value, record.kind, meta,
-                     as_db_time(created), as_db_time(updated), version, session_id, fold(record.key), fold(record.value))
+                     as_db_time(created), as_db_time(updated), version, session_id,
+                     fold(record.key), fold(record.value))
                 )  # fmt: skip
                 # What the sync outbox reads of a created entry: its identity, version and session.
                 created_entries.append(

@@ -1,7 +1,6 @@
 """Reads take a fixed number of queries, however many entries there are."""
 
 import pytest
-
 from django.db import connection
 
 from memories import services
