@@ -166,7 +166,7 @@ def _run(statements_by_vendor: dict[str, list[str]]) -> Callable[[StateApps, Bas
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0005_entry_embeddings_stamp_index")]
+    dependencies = [("memories", "0006_worker_heartbeat")]
 
     operations = [
         migrations.AddField(
