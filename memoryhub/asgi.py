@@ -7,7 +7,11 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import django
+from asgiref.sync import sync_to_async
+from django.core.handlers import base
 from django.core.handlers.asgi import ASGIHandler
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
@@ -21,7 +25,7 @@ UNLOGGED_PATHS = ("/healthz",)
 
 
 class HubASGIHandler(ASGIHandler):
-    """Django's ASGI handler, with every request's sync code on the worker's one sync thread.
+    """Django's ASGI handler, with every request's sync code on the worker's one sync thread, in one go.
 
     Django's own handler gives each request a thread of its own (a ThreadSensitiveContext), so a
     database connection, kept per thread, is opened for every request and never reused: CONN_MAX_AGE
@@ -29,6 +33,16 @@ class HubASGIHandler(ASGIHandler):
     as they would in a sync WSGI worker, and its connection lives across requests. The event loop
     still reads and writes every socket, so an idle or slow connection holds nothing up.
     """
+
+    def __init__(self) -> None:
+        # The middleware chain built for sync calls, entered once per request below. Built for
+        # async calls (Django's way), each sync-only middleware hook and the view are each a hop
+        # between the event loop and a thread: a dozen per request, most of what ASGI cost.
+        base.BaseHandler.__init__(self)
+        self.load_middleware(is_async=False)
+
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
+        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
