@@ -12,7 +12,7 @@ WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 WORKERS ?= 4
 TIMEOUT ?= 30
 
-.PHONY: run serve lint test install install-dev migrate clean screenshots benchmark
+.PHONY: run serve lint test install install-dev migrate clean screenshots benchmark benchmark-http
 
 $(VENV)/.installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -78,3 +78,13 @@ benchmark: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache
+
+# The hub over HTTP beside a plain Django and DRF floor (and HONCHO_URL when it answers), wrk as the
+# client, a throwaway database (DATABASE_URL for PostgreSQL); the table goes to a file under the
+# system's temporary folder unless REPORT names one (REPORT=docs/BENCHMARKS.md refreshes its section).
+HTTP_ENTRIES ?= 20000
+HTTP_WORKERS ?= 2
+HTTP_SECONDS ?= 10
+benchmark-http: $(VENV)/.installed
+	SECRET_KEY="$${SECRET_KEY:-benchmark-only-not-secret}" $(PY) manage.py benchmark_http --entries $(HTTP_ENTRIES) \
+		--workers $(HTTP_WORKERS) --seconds $(HTTP_SECONDS) $(if $(REPORT),--report $(REPORT))

@@ -1,0 +1,49 @@
+"""The HTTP benchmark's report: its table, its targets, and a section of its own in a shared file."""
+
+from benchmarks.serving import Report, Row, report_markdown, targets, write_report
+
+
+def _report(database: str = "SQLite", get_rate: float = 450.0) -> Report:
+    report = Report(server="gunicorn", workers=2, entries=20000, seconds=10, database=database, load_before="1")
+    report.rows = [
+        Row("floor: DRF APIView, token auth, ModelSerializer", 500.0, 4.0),
+        Row("hub: GET one entry", get_rate, 4.4),
+        Row("hub: PUT one entry", 300.0, 6.0),
+        Row("hub: list page (50 of 20,000)", 200.0, 9.0),
+        Row("Honcho: sessions list by metadata (one record)", note="skipped: HONCHO_URL not set"),
+    ]
+    return report
+
+
+def test_the_targets_compare_the_hub_with_the_floor_and_with_its_own_get():
+    measured = {what: round(ratio, 2) for what, ratio, _comparison, _target in targets(_report())}
+
+    assert measured["hub GET req/s / DRF floor req/s (8 connections)"] == 0.9
+    assert measured["hub GET p50 / DRF floor p50 (1 connection)"] == 1.1
+    assert measured["hub PUT req/s / hub GET req/s"] == 0.67
+    assert measured["list page (50 of 20,000) req/s / hub GET req/s"] == 0.44
+    assert not any(what.startswith("hub GET req/s / Honcho") for what in measured), "Honcho was skipped"
+
+
+def test_the_table_says_which_targets_hold_and_why_a_row_is_missing():
+    text = report_markdown(_report())
+
+    assert "| hub PUT req/s / hub GET req/s | 0.67 | >= 0.7 | NO |" in text
+    assert "| hub GET req/s / DRF floor req/s (8 connections) | 0.90 | >= 0.9 | yes |" in text
+    assert "skipped: HONCHO_URL not set" in text
+
+
+def test_the_report_replaces_its_own_section_and_keeps_the_others(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# Benchmarks\n\n## Recall\n\nrecall figures\n")
+
+    write_report(_report(get_rate=450.0), path)
+    write_report(_report(database="PostgreSQL"), path)
+    write_report(_report(get_rate=480.0), path)
+    text = path.read_text()
+
+    assert text.startswith("# Benchmarks\n\n## Recall\n\nrecall figures\n")
+    assert text.count("## HTTP side by side (SQLite)") == 1
+    assert text.count("## HTTP side by side (PostgreSQL)") == 1
+    assert "| hub: GET one entry | 480 |" in text
+    assert "| hub: GET one entry | 450 | 0.90x" in text, "the PostgreSQL section keeps its own figures"
