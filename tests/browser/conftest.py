@@ -14,22 +14,9 @@ and removed with the module-scoped browser, so every other test keeps Django's g
 from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import User
-from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
-CHROMIUM = "/usr/bin/chromium"
-# No sandbox (tests run as root in CI), no GPU, and nothing that reaches past 127.0.0.1.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-DESKTOP: ViewportSize = {"width": 1280, "height": 800}
-PHONE: ViewportSize = {"width": 390, "height": 844}
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, open_page
 
 
 @pytest.fixture(scope="module")
@@ -42,24 +29,9 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-def open_page(browser: Browser, base_url: str, viewport: ViewportSize) -> Page:
-    context = browser.new_context(base_url=base_url, viewport=viewport)
-    context.set_default_timeout(10_000)
-    return context.new_page()
-
-
 @pytest.fixture
 def page(browser: Browser, live_server) -> Iterator[Page]:
     """A fresh desktop-sized tab (its own cookies) on the live server."""
     tab = open_page(browser, live_server.url, DESKTOP)
     yield tab
     tab.context.close()
-
-
-def log_in(page: Page, account: User, password: str) -> None:
-    """Log in through the login form, as a person would."""
-    page.goto("/login/")
-    page.get_by_label("Username").fill(account.get_username())
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url("**/")

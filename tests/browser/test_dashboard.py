@@ -2,11 +2,14 @@
 
 import re
 
+import pytest
 from playwright.sync_api import Dialog, Page, expect
 
 from memories import selectors, services
 from memories.models import MemoryEntry
-from tests.browser.conftest import log_in
+from tests.support.browser import log_in
+
+pytestmark = pytest.mark.browser
 
 SCRIPT = "<script>alert(1)</script>"
 

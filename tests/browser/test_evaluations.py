@@ -4,11 +4,14 @@ worker runs it (the page reloads itself), then see it charted."""
 import io
 import re
 
+import pytest
 from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from evaluation.models import EvaluationRun
-from tests.browser.conftest import log_in
+from tests.support.browser import log_in
+
+pytestmark = pytest.mark.browser
 
 
 def run_the_worker_once() -> None:

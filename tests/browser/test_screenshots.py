@@ -16,8 +16,10 @@ from evaluation.services import evaluation_run
 from honcho_double import HonchoDouble
 from honcho_double.server import IN_PROCESS_BASE_URL
 from memories import services
-from tests.browser.conftest import DESKTOP, PHONE, log_in, open_page
-from tests.evaluation.conftest import closed_port_url
+from tests.support.browser import DESKTOP, PHONE, log_in, open_page
+from tests.support.honcho import closed_port_url
+
+pytestmark = pytest.mark.browser
 
 PAGES = [
     ("overview", "/"),

@@ -1,7 +1,6 @@
 """Evaluation tests start with Honcho unconfigured, whatever the environment says; each test that wants
 Honcho points it at a Honcho double."""
 
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -25,9 +24,3 @@ def served_double(settings) -> Iterator[HonchoDouble]:
     with double.running() as base_url:
         settings.HONCHO_URL = base_url
         yield double
-
-
-def closed_port_url() -> str:
-    with socket.socket() as placeholder:
-        placeholder.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{placeholder.getsockname()[1]}"

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from evaluation.models import BackendResult, EvaluationRun
 from evaluation.scoring import grade_for, latency_points
 from honcho_double import HonchoDouble
-from tests.evaluation.conftest import closed_port_url
+from tests.support.honcho import closed_port_url
 
 
 def evaluate(*arguments: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from evaluation.views import CHART_RUNS
 from memories import leases
 from memories.models import PROBE_USERNAME
 from memories.work import Worker
-from tests.evaluation.conftest import closed_port_url
+from tests.support.honcho import closed_port_url
 
 SCRIPT = "<script>alert(1)</script>"
 

@@ -7,10 +7,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 from django.conf import settings
 
 from memories.benchmark import OPERATIONS
 from memories.management.commands.benchmark import ANALYSIS_MARKER
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 
 def test_a_tiny_run_writes_every_figure_and_keeps_the_hand_written_analysis(tmp_path):

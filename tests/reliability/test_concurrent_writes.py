@@ -5,8 +5,12 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from tests.reliability.figures import record_figures
-from tests.reliability.hub_process import call, create_token, history_consistency_problems, hub_database, running_hub
+import pytest
+
+from tests.support.figures import record_figures
+from tests.support.hub_process import call, create_token, history_consistency_problems, hub_database, running_hub
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 CLIENTS = 8
 WRITES_PER_CLIENT = 500

@@ -5,8 +5,10 @@ import http.client
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.reliability.figures import record_figures
-from tests.reliability.hub_process import (
+import pytest
+
+from tests.support.figures import record_figures
+from tests.support.hub_process import (
     call,
     create_token,
     history_consistency_problems,
@@ -14,6 +16,8 @@ from tests.reliability.hub_process import (
     integrity_problems,
     running_hub,
 )
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 CLIENTS = 6
 KEYS = 20

@@ -16,7 +16,7 @@ from schemathesis.specs.openapi.checks import (
 
 from memories import services
 from memoryhub.wsgi import application
-from tests.reliability.figures import FigureCounter
+from tests.support.figures import FigureCounter
 
 EXAMPLES_PER_OPERATION = 25
 CHECKS = [

@@ -13,8 +13,8 @@ from django.test import Client
 from memories import selectors, services
 from memories.models import MemoryEvent
 from memories.tool import ACTIONS
-from tests.reliability.figures import record_figures
-from tests.reliability.routes import all_routes
+from tests.support.figures import record_figures
+from tests.support.routes import all_routes
 
 SECRET = f"SECRET-{uuid.uuid4().hex}"
 LIVE_KEY, DELETED_KEY, UID = "secret-key", "gone-key", "alice"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memories.models import KEY_MAX_LENGTH, UID_MAX_LENGTH
 from memories.tool import ACTIONS
 from memories.validation import META_MAX_DEPTH
-from tests.reliability.figures import FigureCounter
+from tests.support.figures import FigureCounter
 
 EXAMPLES = 60
 FUZZ_SETTINGS = settings(

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from memories.accounts import token_revoke, token_rotate
-from tests.reliability.hub_process import PROJECT
+from tests.support.hub_process import PROJECT
 
 PRODUCTION_ENVIRONMENT = {
     "SECRET_KEY": "q9" + uuid.uuid4().hex + uuid.uuid4().hex,

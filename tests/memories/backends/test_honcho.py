@@ -7,7 +7,7 @@ import pytest
 from honcho_double import Fault, HonchoDouble
 from memories.backends.base import BackendError
 from memories.backends.honcho import HonchoBackend, HonchoConfig, HonchoRecord, HonchoStore, peer_id
-from tests.memories.backends.conftest import TEST_WORKSPACE, double_config, honcho_backend_for
+from tests.support.honcho import TEST_WORKSPACE, double_config, honcho_backend_for
 
 
 def messages_of(double: HonchoDouble) -> list[str]:

@@ -11,9 +11,8 @@ from django.utils import timezone
 
 from honcho_double import HonchoDouble
 from memories.backends.honcho import HonchoStore
-from memories.models import MemoryEntry, SyncTask
 from memories.sync.worker import Backoff, SyncWorker
-from tests.memories.backends.conftest import TEST_WORKSPACE, double_config
+from tests.support.honcho import TEST_WORKSPACE, double_config
 
 
 class ManualClock:
@@ -64,18 +63,6 @@ def make_worker(honcho_double: HonchoDouble, clock: ManualClock) -> Iterator:
 @pytest.fixture
 def worker(make_worker) -> SyncWorker:
     return make_worker()
-
-
-def waiting(status: str = SyncTask.Status.PENDING) -> int:
-    return SyncTask.objects.filter(status=status).count()
-
-
-def sessions_by_id(double: HonchoDouble) -> dict[str, dict]:
-    return {session["id"]: session for session in double.sessions(TEST_WORKSPACE)}
-
-
-def entries_by_session() -> dict[str, MemoryEntry]:
-    return {entry.honcho_session_id: entry for entry in MemoryEntry.objects.all()}
 
 
 @pytest.fixture

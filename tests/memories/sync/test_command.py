@@ -15,7 +15,7 @@ from memories import services
 from memories.management.commands.honcho_sync import Command
 from memories.models import MemoryEntry, SyncTask, WorkerHeartbeat
 from memories.work import JobKind, Worker, WorkReport
-from tests.memories.sync.conftest import waiting
+from tests.support.sync import waiting
 
 pytestmark = pytest.mark.usefixtures("sync_on")
 
@@ -57,6 +57,7 @@ def test_the_command_refuses_to_run_without_honcho_configured(settings):
         honcho_sync("--loop", "--interval", "0")
 
 
+@pytest.mark.process  # sends SIGTERM to its own process
 @pytest.mark.django_db(transaction=True)  # the loop's lanes have their own database connections
 def test_the_loop_drains_until_sigterm_and_then_stops_cleanly():
     class OneDrainThenSigterm:

@@ -10,7 +10,7 @@ from memories import services
 from memories.models import SyncTask
 from memories.outbox import ClaimedTask
 from memories.sync.worker import SyncWorker
-from tests.memories.sync.conftest import waiting
+from tests.support.sync import waiting
 
 
 class RecordingWorker(SyncWorker):

@@ -11,7 +11,7 @@ from memories import outbox, services
 from memories.backends.honcho import peer_id, record_metadata, value_hash
 from memories.models import SyncTask
 from memories.sync.worker import Backoff, honcho_record
-from tests.memories.sync.conftest import entries_by_session, sessions_by_id, waiting
+from tests.support.sync import entries_by_session, sessions_by_id, waiting
 
 pytestmark = pytest.mark.usefixtures("sync_on")
 
