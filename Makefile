@@ -12,7 +12,7 @@ WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
 WORKERS ?= 4
 TIMEOUT ?= 30
 
-.PHONY: run serve lint test install install-dev migrate clean screenshots benchmark benchmark-http
+.PHONY: run serve lint test test-fast install install-dev migrate clean screenshots benchmark benchmark-http
 
 $(VENV)/.installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ lint: $(VENV)/.installed-dev
 
 test: lint $(VENV)/.installed-dev $(CHROMIUM)
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
+
+# The quick loop while working: the suite without its slow, browser and process tests (see pytest.ini).
+test-fast: $(VENV)/.installed-dev
+	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest -m "not slow and not browser and not process"
 
 # Photograph the dashboard's main pages (desktop and phone width) into docs/screenshots/.
 screenshots: $(VENV)/.installed-dev $(CHROMIUM)

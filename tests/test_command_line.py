@@ -10,6 +10,8 @@ import pytest
 
 from memoryhub.preflight import port_problem
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

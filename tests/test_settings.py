@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -19,6 +21,7 @@ def _load_settings(**env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_without_a_secret_key_the_hub_refuses_to_start_unless_debug():
     refused = _load_settings()
     debug = _load_settings(DEBUG="1")
@@ -29,6 +32,7 @@ def test_without_a_secret_key_the_hub_refuses_to_start_unless_debug():
     assert debug.stdout.split() == ["django.db.backends.sqlite3", "True"]
 
 
+@pytest.mark.slow
 def test_database_url_selects_postgresql():
     loaded = _load_settings(SECRET_KEY="k", DATABASE_URL="postgres://hub:pw@127.0.0.1:5432/hub")
 
@@ -36,6 +40,7 @@ def test_database_url_selects_postgresql():
     assert loaded.stdout.split()[0] == "django.db.backends.postgresql"
 
 
+@pytest.mark.slow
 def test_a_bad_boolean_or_number_is_named():
     bad_bool = _load_settings(SECRET_KEY="k", DEBUG="maybe")
     bad_int = _load_settings(SECRET_KEY="k", MEMORYHUB_MAX_VALUE_BYTES="lots")
@@ -44,6 +49,7 @@ def test_a_bad_boolean_or_number_is_named():
     assert "MEMORYHUB_MAX_VALUE_BYTES must be a whole number" in bad_int.stderr
 
 
+@pytest.mark.slow
 def test_the_default_database_is_sqlite_under_the_data_dir_in_wal_mode(tmp_path):
     code = (
         "import django; django.setup(); from django.db import connection; c = connection.cursor(); "

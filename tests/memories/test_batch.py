@@ -85,6 +85,7 @@ def test_an_empty_batch_is_refused(owner_api):
     assert response.status_code == 400
 
 
+@pytest.mark.slow
 def test_500_operations_are_applied_together(owner, owner_api):
     operations = [{"op": "put", "key": f"k{number}", "value": "v"} for number in range(500)]
     response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")

@@ -118,6 +118,7 @@ TEXT = st.text(alphabet="abcABC xyz\"'*-é", min_size=0, max_size=30)
     values=st.lists(TEXT, min_size=1, max_size=8),
     query_text=st.text(alphabet="abcABC xyz\"'*-é", min_size=1, max_size=6),
 )
+@pytest.mark.slow
 def test_the_index_finds_every_entry_that_the_substring_scan_finds(owner, values, query_text):
     services.user_forget(owner=owner, uid="prop")
     for number, value in enumerate(values):

@@ -18,6 +18,8 @@ from memories import services
 from memoryhub.wsgi import application
 from tests.support.figures import FigureCounter
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES_PER_OPERATION = 25
 CHECKS = [
     not_a_server_error,

@@ -73,6 +73,7 @@ def test_counting_a_request_costs_no_database_query(owner, owner_api, settings):
     assert [query["sql"] for query in counted] == [query["sql"] for query in uncounted]
 
 
+@pytest.mark.slow
 def test_a_page_size_above_the_cap_gives_the_cap(owner, owner_api, settings):
     cap = settings.MEMORYHUB_MAX_PAGE_SIZE
     for number in range(cap + 1):

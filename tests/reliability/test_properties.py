@@ -14,6 +14,8 @@ from memories.tool import ACTIONS
 from memories.validation import META_MAX_DEPTH
 from tests.support.figures import FigureCounter
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = 60
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES,

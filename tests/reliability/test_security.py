@@ -25,6 +25,7 @@ PRODUCTION_ENVIRONMENT = {
 }
 
 
+@pytest.mark.slow
 def test_check_deploy_is_clean_with_the_documented_production_settings():
     completed = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
@@ -38,6 +39,7 @@ def test_check_deploy_is_clean_with_the_documented_production_settings():
     assert "no issues" in completed.stdout
 
 
+@pytest.mark.slow
 def test_check_deploy_warns_when_https_is_left_off():
     environment = {**os.environ, **PRODUCTION_ENVIRONMENT, "SECURE_SSL_REDIRECT": "0", "SECURE_HSTS_SECONDS": "0"}
     completed = subprocess.run(

@@ -78,3 +78,11 @@ def uid(request: pytest.FixtureRequest) -> str:
 def client(hub: Hub) -> Iterator[MemoryHub]:
     with MemoryHub(hub.url, hub.token) as connected:
         yield connected
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here talks to a hub started in a process of its own: `make test-fast` leaves them out."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if Path(item.path).is_relative_to(here):
+            item.add_marker(pytest.mark.process)

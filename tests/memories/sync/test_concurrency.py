@@ -25,6 +25,7 @@ class RecordingWorker(SyncWorker):
         super().push(task)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("sync_on")
 def test_two_workers_at_once_do_each_task_once(owner, honcho_double, make_worker):

@@ -96,6 +96,7 @@ def test_the_evaluation_probe_is_never_queued(db):
     assert SyncTask.objects.count() == 0
 
 
+@pytest.mark.slow
 def test_sync_on_without_honcho_configured_stops_the_hub_at_start_up():
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HONCHO_", "DATABASE_URL"))}
     env.update(SECRET_KEY="k", MEMORYHUB_HONCHO_SYNC="on", DJANGO_SETTINGS_MODULE="memoryhub.settings")

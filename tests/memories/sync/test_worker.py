@@ -46,6 +46,7 @@ def test_a_drain_pushes_puts_updates_and_deletes(owner, honcho_double, worker):
     assert worker.drain().pushed == 0
 
 
+@pytest.mark.slow
 def test_a_thousand_writes_through_30_percent_failures_arrive_whole_and_once(
     owner, stranger, honcho_double, make_worker, clock
 ):
