@@ -1,9 +1,12 @@
 """In a real browser: delete a memory, find it among the deleted ones, restore it, and read its history as a diff."""
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from memories import selectors, services
-from tests.browser.conftest import log_in
+from tests.support.browser import log_in
+
+pytestmark = pytest.mark.browser
 
 
 def test_a_deleted_memory_is_found_in_the_trash_restored_and_its_changes_shown_as_a_diff(page: Page, owner) -> None:

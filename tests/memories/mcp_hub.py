@@ -1,5 +1,5 @@
 """Real MCP servers for the tests: `manage.py mcp` over stdio, and the hub's ASGI application under
-gunicorn with uvicorn workers on a free port, each on a database of its own (tests.reliability.hub_process).
+gunicorn with uvicorn workers on a free port, each on a database of its own (tests.support.hub_process).
 
 Both are driven with the official `mcp` SDK's clients.
 """
@@ -17,7 +17,7 @@ import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.reliability.hub_process import PROJECT, HubDatabase
+from tests.support.hub_process import PROJECT, HubDatabase
 
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 SECRET_KEY = "mcp-tests-only-not-secret"

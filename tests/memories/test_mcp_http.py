@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from tests.memories.mcp_hub import HttpHub, http_session, hub_environment, running_asgi_hub
-from tests.reliability.hub_process import call, create_token, hub_database
+from tests.support.hub_process import call, create_token, hub_database
 
 pytestmark = pytest.mark.process
 

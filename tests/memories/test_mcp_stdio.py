@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from tests.memories.mcp_hub import hub_environment, stdio_session
-from tests.reliability.hub_process import PROJECT, HubDatabase, create_token, hub_database
+from tests.support.hub_process import PROJECT, HubDatabase, create_token, hub_database
 
 pytestmark = pytest.mark.process
 
