@@ -3,7 +3,7 @@ for every path, except /mcp, which is the MCP server (memories.mcp.http)."""
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import django
@@ -17,9 +17,10 @@ from django.urls import get_resolver
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 django.setup(set_prefix=False)
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+# The shapes Django's ASGIHandler is declared with.
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[Mapping[str, Any]]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 
 UNLOGGED_PATHS = ("/healthz",)
 

@@ -25,6 +25,9 @@ from typing import Protocol
 
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
+from django.core.exceptions import ImproperlyConfigured
+from redis.commands.core import Script
 from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
@@ -114,6 +117,7 @@ class SharedMemoryCounter:
                 # A new token takes a slot whose window is over; when every probed slot is live
                 # (thousands of tokens at once), the one whose window ends first starts afresh.
                 target = free if free is not None else oldest
+                assert target is not None  # PROBE_SLOTS >= 1, so some slot was probed
                 SLOT.pack_into(table, target, digest, ends_at, 1)
                 return Window(1, ends_at)
             finally:
@@ -132,8 +136,11 @@ class RedisCounter:
     """Counters in the Redis of Django's cache named `alias` (a RedisCache), one key per token and window."""
 
     def __init__(self, alias: str = "default") -> None:
-        self.cache = caches[alias]
-        self._script = None
+        cache = caches[alias]
+        if not isinstance(cache, RedisCache):
+            raise ImproperlyConfigured(f"The rate limit counts in Redis: the cache {alias!r} must be a RedisCache.")
+        self.cache = cache
+        self._script: Script | None = None
 
     def hit(self, ident: str, seconds: int, now: float) -> Window:
         ends_at = _window_end(seconds, now)

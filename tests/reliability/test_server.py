@@ -8,7 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from tests.reliability.hub_process import call, create_token, hub_database, running_hub
+from tests.support.hub_process import call, create_token, hub_database, running_hub
 
 pytestmark = pytest.mark.process
 
