@@ -20,7 +20,7 @@ from honcho_double import HonchoDouble
 from memories import services
 from memories.models import SyncTask, WorkerHeartbeat
 from memories.work import WORKER_SEEN_WITHIN, Worker, job_kinds, run_until_signalled, work_status
-from tests.memories.sync.conftest import waiting
+from tests.support.sync import waiting
 
 
 def work(*arguments: str) -> tuple[str, str]:
