@@ -96,6 +96,13 @@ class Report:
     def row(self, name: str) -> Row | None:
         return next((row for row in self.rows if row.name == name), None)
 
+    def measured(self, name: str) -> Row:
+        """The row called name, one that every run measures; KeyError when it is missing."""
+        row = self.row(name)
+        if row is None:
+            raise KeyError(name)
+        return row
+
 
 # --- the servers ------------------------------------------------------------------------------
 
@@ -373,6 +380,14 @@ class WrkResult:
     errors: int
 
 
+def _found(pattern: str, output: str, flags: int = 0) -> str:
+    """The first group of pattern in wrk's output; RuntimeError naming it when wrk did not print it."""
+    match = re.search(pattern, output, flags=flags)
+    if match is None:
+        raise RuntimeError(f"wrk's output has no line matching {pattern!r}:\n{output}")
+    return match.group(1)
+
+
 def _wrk(
     url: str, *, connections: int, seconds: float, headers: dict[str, str], script: str, workdir: Path
 ) -> WrkResult:
@@ -391,12 +406,12 @@ def _wrk(
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
     output = subprocess.run([*command, url], capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
-    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    rate = float(_found(r"Requests/sec:\s+([\d.]+)", output))
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     latencies: list[float] = []
     for value, count in re.findall(r"^LATENCY (\d+) (\d+)$", output, flags=re.M):
         latencies += [int(value) / 1000] * int(count)
-    errors = int(re.search(r"^ERRORS (\d+)$", output, flags=re.M).group(1)) + (int(non_2xx.group(1)) if non_2xx else 0)
+    errors = int(_found(r"^ERRORS (\d+)$", output, flags=re.M)) + (int(non_2xx.group(1)) if non_2xx else 0)
     return WrkResult(rate, latencies, errors)
 
 
@@ -625,9 +640,9 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 def targets(report: Report) -> list[tuple[str, float | None, str, float]]:
     """(what, measured ratio, comparison, target) for each of the issue's targets."""
-    floor = report.row("floor: DRF APIView, token auth, ModelSerializer")
-    get = report.row("hub: GET one entry")
-    put = report.row("hub: PUT one entry")
+    floor = report.measured("floor: DRF APIView, token auth, ModelSerializer")
+    get = report.measured("hub: GET one entry")
+    put = report.measured("hub: PUT one entry")
     honcho = report.row("Honcho: sessions list by metadata (one record)")
     rows = [
         (
@@ -658,7 +673,7 @@ def targets(report: Report) -> list[tuple[str, float | None, str, float]]:
 
 
 def report_markdown(report: Report) -> str:
-    floor = report.row("floor: DRF APIView, token auth, ModelSerializer")
+    floor = report.measured("floor: DRF APIView, token auth, ModelSerializer")
     lines = [
         f"Server: {report.server}, on 127.0.0.1; {report.database}; {report.entries:,} entries for the user; "
         f"wrk, one thread, {report.seconds:g} s per figure (after a 1 s warm-up). Load average before / after: "

@@ -1,6 +1,7 @@
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-wsgi", action="store_true", help="skip the WSGI rows")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         if int(options["entries"]) < 100 or int(options["workers"]) < 1 or float(options["seconds"]) <= 0:
             raise CommandError("--entries must be at least 100, --workers at least 1, --seconds above 0")
         try:
