@@ -25,7 +25,9 @@ from memoryhub.api import MemoryPagination
 
 class EvaluationRunSerializer(serializers.ModelSerializer):
     requested_by: "serializers.SlugRelatedField[User]" = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
+        slug_field="username",
+        read_only=True,
+        help_text="The account that ran it, shown to staff and to that account (else null, as for the command line).",
     )
     results = serializers.SerializerMethodField(
         help_text="One per backend, in the shape of `manage.py evaluate --json`."
@@ -38,6 +40,14 @@ class EvaluationRunSerializer(serializers.ModelSerializer):
             "requested_by", "results",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def to_representation(self, instance: EvaluationRun) -> dict[str, Any]:
+        shown = super().to_representation(instance)
+        request = self.context.get("request")
+        viewer = getattr(request, "user", None)
+        if viewer is None or not (viewer.is_staff or instance.requested_by_id == viewer.pk):
+            shown["requested_by"] = None  # staff usernames are for staff
+        return shown
 
     def get_results(self, run: EvaluationRun) -> list[dict[str, Any]]:
         return [stored_result_as_json(result, ops=run.ops) for result in run.results.all()]
@@ -72,7 +82,9 @@ class EvaluationRunViewSet(viewsets.ViewSet):
     def list(self, request: Request) -> Response:
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(selectors.evaluation_run_list(), request, view=self)
-        return paginator.get_paginated_response(EvaluationRunSerializer(page, many=True).data)
+        return paginator.get_paginated_response(
+            EvaluationRunSerializer(page, many=True, context={"request": request}).data
+        )
 
     @extend_schema(
         summary="Ask for an evaluation (staff only): 202 with the pending run; the worker measures it",
@@ -92,7 +104,9 @@ class EvaluationRunViewSet(viewsets.ViewSet):
             raise exceptions.ValidationError({"backends": [str(error)]}) from None
         location = reverse("evaluation:evaluation-detail", kwargs={"pk": run.pk}, request=request)
         return Response(
-            EvaluationRunSerializer(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location}
+            EvaluationRunSerializer(run, context={"request": request}).data,
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": location},
         )
 
     @extend_schema(
@@ -104,4 +118,4 @@ class EvaluationRunViewSet(viewsets.ViewSet):
         run = selectors.evaluation_run_list().filter(pk=int(pk)).first()
         if run is None:
             raise exceptions.NotFound
-        return Response(EvaluationRunSerializer(run).data)
+        return Response(EvaluationRunSerializer(run, context={"request": request}).data)

@@ -303,3 +303,21 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.name} ({self.kinds})"
+
+
+class LoginFailure(models.Model):
+    """One failed login to the dashboard or the admin, kept while it counts towards a lock-out.
+
+    Written and read only by memories.logins: after LOGIN_FAILURES_ALLOWED failures for a username
+    from one address within LOGIN_LOCKOUT_WINDOW, that pair is locked out until the window passes.
+    """
+
+    username = models.CharField(max_length=150, help_text="As typed, case folded.")
+    address = models.CharField(max_length=64, help_text="The client's address as the trusted proxy reports it.")
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["username", "address", "at"], name="login_failure_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.username} from {self.address} at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -74,5 +74,6 @@ get_resolver().url_patterns  # noqa: B018 - the property imports the URLconf
 
 # Imported once Django is set up: the MCP tools use the models.
 from memories.mcp.http import with_mcp  # noqa: E402
+from memoryhub.middleware import asgi_body_limit  # noqa: E402
 
-application = with_mcp(django_application)
+application = asgi_body_limit(with_mcp(django_application))

@@ -1,9 +1,15 @@
 """Middleware of the project itself."""
 
-from collections.abc import Callable
+import json
+import math
+from collections.abc import Awaitable, Callable
+from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
 
 
 class RequestBodyLimitMiddleware:
@@ -22,14 +28,189 @@ class RequestBodyLimitMiddleware:
         declared = request.META.get("CONTENT_LENGTH") or "0"
         if not declared.isascii() or not declared.isdigit():
             return JsonResponse({"detail": "Content-Length must be a whole number of bytes."}, status=400)
-        if limit is not None and int(declared) > limit:
+        size = int(declared)
+        chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        body = getattr(request, "_stream", None)
+        if hasattr(request, "scope") and body is not None and hasattr(body, "seek"):
+            # ASGI: the server has read the whole body, chunked or not; its real size is what counts.
+            size = max(size, body.seek(0, 2))
+            body.seek(0)
+        elif chunked:
+            # WSGI servers hand Django no length for a chunked body, which it would read as empty.
+            return JsonResponse(
+                {"detail": "Send the body with a Content-Length: this server does not read chunked bodies."},
+                status=411,
+            )
+        if limit is not None and size > limit:
             return JsonResponse(
                 {
                     "detail": (
-                        f"The request body is {int(declared)} bytes; the limit is {limit} bytes "
-                        "(MEMORYHUB_MAX_BODY_BYTES)."
+                        f"The request body is {size} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."
                     )
                 },
                 status=413,
             )
+        return self.get_response(request)
+
+
+NOT_UTF8_PATH = "The path is not valid UTF-8: percent-encode the UTF-8 bytes of each character."
+
+
+def _raw_path_bytes(request: HttpRequest) -> bytes | None:
+    """An ASGI request's path as the bytes the client percent-encoded (the server's decoded path may have
+    replaced bad bytes); None for WSGI, whose path wsgi_path_check has looked at already."""
+    scope = getattr(request, "scope", None)
+    if scope is None:
+        return None
+    raw = scope.get("raw_path")
+    return unquote_to_bytes(raw.split(b"?", 1)[0]) if raw else None
+
+
+def wsgi_path_check(app: Callable) -> Callable:
+    """Wrap a WSGI application: a path whose bytes are not UTF-8 gets 400 before Django re-quotes them.
+
+    A WSGI server hands over PATH_INFO as its decoded bytes in latin-1 characters; Django turns bytes
+    that are not UTF-8 back into %XX text, so `caf%E9` would reach the views as the key `caf%E9`.
+    """
+
+    def checked(environ: dict, start_response: Callable) -> object:
+        try:
+            environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
+        except UnicodeError:
+            body = json.dumps({"detail": NOT_UTF8_PATH}).encode()
+            start_response(
+                "400 Bad Request", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
+        return app(environ, start_response)
+
+    return checked
+
+
+class RequestSanityMiddleware:
+    """Refuses with 400 what no page can answer: a path that is not UTF-8 (under ASGI; wsgi_path_check
+    does it for WSGI), NUL in a query parameter.
+
+    Without this, a path segment like `caf%E9` reaches the views as the literal text `caf%E9` (Django
+    re-quotes bytes that are not UTF-8), so a key would silently become another key; and NUL in a
+    dashboard query parameter reaches the database, which refuses it with a 500. The API answers NUL
+    in its own parameters with a field error (memories.api.views); this covers every path.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        raw_path = _raw_path_bytes(request)
+        try:
+            if raw_path is not None:
+                raw_path.decode("utf-8")
+        except UnicodeDecodeError:
+            return _bad_request(request, NOT_UTF8_PATH)
+        if not request.path.startswith("/api/") and any("\x00" in value for value in request.GET.values()):
+            return _bad_request(request, "A query parameter holds a NUL character, which no memory can contain.")
+        return self.get_response(request)
+
+
+def _bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    if request.path.startswith("/api/") or request.path.startswith("/mcp"):
+        return JsonResponse({"detail": message}, status=400)
+    return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
+# The Content-Security-Policy of each part of the site. The dashboard has no scripts at all; the
+# admin, the API's docs page and the browsable API run only scripts served by the hub itself.
+CSP_DASHBOARD = (
+    "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+CSP_OWN_SCRIPTS = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+OWN_SCRIPT_PREFIXES = ("/admin/", "/api/")
+
+
+class SecurityHeadersMiddleware:
+    """A Content-Security-Policy on every page, and `Cache-Control: no-store` on every answer that is not
+    a static file: pages and API answers show tokens and memory values, which no shared or browser
+    cache should keep. An answer that sets its own Cache-Control keeps it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:
+            own_scripts = request.path.startswith(OWN_SCRIPT_PREFIXES)
+            response["Content-Security-Policy"] = CSP_OWN_SCRIPTS if own_scripts else CSP_DASHBOARD
+        if "Cache-Control" not in response:
+            response["Cache-Control"] = "private, no-store"
+        return response
+
+
+ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+
+
+def asgi_body_limit(app: ASGIApp) -> ASGIApp:
+    """Wrap an ASGI application so that no request body beyond MEMORYHUB_MAX_BODY_BYTES is read whole.
+
+    Under ASGI the server streams the body and Django spools all of it before any middleware runs,
+    whatever Content-Length says (and a chunked body says nothing). This reads at most the limit plus
+    one byte, answers 413 past it, and hands the application the body it read.
+    """
+
+    async def limited(
+        scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable[[dict], Awaitable[None]]
+    ) -> None:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if scope["type"] != "http" or limit is None:
+            await app(scope, receive, send)
+            return
+        messages: list[dict] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > limit:
+                body = json.dumps(
+                    {"detail": f"The request body is over the limit of {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."}
+                ).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": 413, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> dict:
+            return messages.pop(0) if messages else await receive()
+
+        await app(scope, replay, send)
+
+    return limited
+
+
+class LoginThrottleMiddleware:
+    """Answers a login attempt of a locked-out username and address (memories.logins) with 429 before the
+    login view checks any password; the dashboard's and the admin's login forms both pass here."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "POST" and request.path in (reverse("dashboard:login"), reverse("admin:login")):
+            from memories import logins  # the models are ready by the first request
+
+            username = request.POST.get("username", "")
+            until = logins.login_locked_until(username=username, address=logins.client_address(request))
+            if until is not None:
+                seconds = max(1, math.ceil((until - timezone.now()).total_seconds()))
+                context = {"minutes": math.ceil(seconds / 60), "login_url": request.path}
+                response = render(request, "registration/locked.html", context, status=429)
+                response["Retry-After"] = str(seconds)
+                return response
         return self.get_response(request)

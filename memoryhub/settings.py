@@ -90,12 +90,15 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memoryhub.middleware.RequestSanityMiddleware",
     "memoryhub.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memoryhub.middleware.SecurityHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "memoryhub.middleware.LoginThrottleMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -341,9 +344,26 @@ X_FRAME_OPTIONS = "DENY"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"without_query_strings": {"()": "memoryhub.logs.WithoutQueryStrings"}},
+    "formatters": {
+        "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"}
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # httpx (under the Honcho SDK) and httpx2 (under the MCP SDK) log every request at INFO; only their
-    # problems are worth a line.
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+    "loggers": {
+        # httpx (under the Honcho SDK) and httpx2 (under the MCP SDK) log every request at INFO; only
+        # their problems are worth a line.
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        # The development server's access log (`make run`), without query strings.
+        "django.server": {
+            "handlers": ["django.server"],
+            "filters": ["without_query_strings"],
+            "level": "INFO",
+            "propagate": False,
+        },
+    },
 }

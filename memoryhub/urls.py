@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path
 from django.views.defaults import page_not_found
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from evaluation.urls import dashboard_urlpatterns as evaluation_pages
 
@@ -11,7 +11,7 @@ urlpatterns = [
     path("api/v1/", include(("memories.api.urls", "api"), namespace="api")),
     path("api/v1/", include(("evaluation.urls", "evaluation"), namespace="evaluation")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("", include("memories.urls")),
     path("", include((evaluation_pages, "evaluations"), namespace="evaluations")),
 ]

@@ -1,4 +1,4 @@
-"""WSGI entry point: `gunicorn memoryhub.wsgi`."""
+"""WSGI entry point (`manage.py runserver` for `make run`, or any WSGI server): Django behind the path check."""
 
 import os
 
@@ -6,4 +6,6 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 
-application = get_wsgi_application()
+from memoryhub.middleware import wsgi_path_check
+
+application = wsgi_path_check(get_wsgi_application())

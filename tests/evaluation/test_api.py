@@ -94,3 +94,12 @@ def test_the_admin_shows_runs_but_cannot_change_them(staff):
     assert browser.get("/admin/evaluation/evaluationrun/add/").status_code == 403
     assert browser.post(f"/admin/evaluation/evaluationrun/{run.pk}/delete/", {"post": "yes"}).status_code == 403
     assert EvaluationRun.objects.filter(pk=run.pk).exists()
+
+
+def test_an_account_that_is_not_staff_never_sees_a_staff_username(owner_api, owner_client, staff_api, staff):
+    evaluation_run(backend_names=["null"], ops=1, requested_by=staff)
+
+    assert owner_api.get("/api/v1/evaluations/").json()["results"][0]["requested_by"] is None
+    page = owner_client.get("/evaluations/").content.decode()
+    assert "staffer" not in page and "run by a staff account" in page
+    assert staff_api.get("/api/v1/evaluations/").json()["results"][0]["requested_by"] == "staffer"
