@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.forms.fields import InvalidJSONInput
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -35,13 +35,31 @@ class MetaJSONField(forms.JSONField):
 
 class MemoryEntryForm(forms.ModelForm):
     meta = MetaJSONField(required=False)
+    # The version the change form showed: saving it changes the entry only while it is still at it.
+    shown_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1, required=False)
 
     class Meta:
         model = MemoryEntry
         fields = ["owner", "uid", "key", "value", "kind", "meta"]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["shown_version"].initial = self.instance.version
+            self.fields["shown_version"].required = True
+            self.fields["shown_version"].error_messages["required"] = (
+                "The form does not say which version it showed; reload the page."
+            )
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        shown = cleaned.get("shown_version")
+        if self.instance.pk is not None and shown is not None and shown != self.instance.version:
+            self.add_error(
+                None,
+                f"This entry changed while you were editing it (it is now at version {self.instance.version}, "
+                f"the form showed version {shown}). Reload the page to see the new value, then make your change.",
+            )
         if "meta" in cleaned and cleaned["meta"] is None:
             cleaned["meta"] = {}
         checks = {"uid": check_uid, "key": check_key, "value": check_value, "kind": check_kind, "meta": check_meta}
@@ -99,18 +117,36 @@ class MemoryEntryAdmin(admin.ModelAdmin):
         )
 
     def save_model(self, request: HttpRequest, obj: MemoryEntry, form: forms.ModelForm, change: bool) -> None:
-        result = services.entry_put(
-            owner=obj.owner,
-            uid=obj.uid,
-            key=obj.key,
-            value=obj.value,
-            kind=obj.kind,
-            meta=obj.meta,
-            actor=request_account(request),
-        )
+        try:
+            result = services.entry_put(
+                owner=obj.owner,
+                uid=obj.uid,
+                key=obj.key,
+                value=obj.value,
+                kind=obj.kind,
+                meta=obj.meta,
+                actor=request_account(request),
+                expected_version=form.cleaned_data.get("shown_version") if change else None,
+            )
+        except services.VersionConflict as conflict:
+            # A change that landed between the form's check and this write: say so, overwrite nothing.
+            request.memory_conflict = conflict  # type: ignore[attr-defined]
+            return
         # The admin reads obj.pk afterwards to build its message and redirect.
         obj.pk = result.entry.pk
         obj.version = result.entry.version
+
+    def response_change(self, request: HttpRequest, obj: MemoryEntry) -> HttpResponse:
+        conflict = getattr(request, "memory_conflict", None)
+        if conflict is None:
+            return super().response_change(request, obj)
+        self.message_user(
+            request,
+            f"Nothing was saved: this entry changed while you were editing it ({conflict}). "
+            "Here it is as it is now; make your change again.",
+            messages.ERROR,
+        )
+        return HttpResponseRedirect(request.path)
 
     def delete_model(self, request: HttpRequest, obj: MemoryEntry) -> None:
         services.entry_delete(owner=obj.owner, uid=obj.uid, key=obj.key, actor=request_account(request))

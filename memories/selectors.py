@@ -197,6 +197,12 @@ def entry_history(*, owner: User, uid: str, key: str) -> QuerySet[MemoryEvent]:
     return MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).select_related("actor").order_by("-id")
 
 
+def entry_deleted_version(*, owner: User, uid: str, key: str) -> int | None:
+    """The version (uid, key) was deleted at when its latest change is a deletion, else None."""
+    last = MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).order_by("-id").values("action", "version").first()
+    return last["version"] if last is not None and last["action"] == MemoryEvent.Action.DELETE else None
+
+
 def owner_counts(*, owner: User) -> dict[str, int]:
     """How many entries and distinct uids the account holds."""
     totals = MemoryEntry.objects.filter(owner=owner).aggregate(entries=Count("id"), users=Count("uid", distinct=True))

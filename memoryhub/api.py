@@ -65,9 +65,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, EntryExists):
         exc = Conflict()
     elif isinstance(exc, VersionConflict):
-        exc = PreconditionFailed(
-            f"The entry is at version {exc.current}." if exc.current else "The entry does not exist."
-        )
+        if exc.deleted_at is not None:
+            detail = f"The entry was deleted at version {exc.deleted_at}."
+        else:
+            detail = f"The entry is at version {exc.current}." if exc.current else "The entry does not exist."
+        exc = PreconditionFailed(detail)
     # Imported here: rest_framework.views imports this module (for the throttle) while it loads.
     from rest_framework.views import exception_handler as drf_exception_handler
 

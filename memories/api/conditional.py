@@ -1,9 +1,15 @@
 """Optimistic concurrency over HTTP: an entry's ETag is its version; If-Match asks for that version.
 
-GET answers with ETag: "N". PUT, PATCH, DELETE and restore given If-Match: "N" change the entry only
-while it is at version N, else 412; If-Match: * asks only that the entry exists. Without If-Match
-the last write wins. PUT given If-None-Match: * creates the entry only when there is none, else 412.
+GET answers with ETag: "N", and 304 (no body) when If-None-Match already names it. PUT, PATCH and
+DELETE given If-Match: "N" change the entry only while it is at version N, else 412; If-Match: *
+asks only that the entry exists. A restore given If-Match: "N" brings the entry back only when it
+was deleted at version N (the ETag it last had). Tags compare as strings: "05" is not "5". Without
+If-Match the last write wins. PUT given If-None-Match: * creates the entry only when there is none,
+else 412. Versions never repeat for a key, even across a delete, so an ETag names one state forever.
 """
+
+import re
+from collections.abc import Callable
 
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
@@ -14,6 +20,9 @@ from memories.accounts import request_account
 from memories.models import MemoryEntry
 from memories.services import ABSENT_VERSION
 from memoryhub.api import PreconditionFailed
+
+# The one spelling of an entry's ETag: a version (1 or more) in quotes, with no leading zero.
+VERSION_TAG = re.compile(r'"[1-9][0-9]*"')
 
 IF_MATCH_PARAMETER = OpenApiParameter(
     "If-Match",
@@ -29,6 +38,13 @@ IF_NONE_MATCH_PARAMETER = OpenApiParameter(
     OpenApiParameter.HEADER,
     required=False,
     description="* to create the memory only when it does not exist yet: 412 when it does, and nothing changes.",
+)
+IF_NONE_MATCH_GET_PARAMETER = OpenApiParameter(
+    "If-None-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='The ETag of the version already held (e.g. "3"): 304 with no body while the memory is at it.',
 )
 ETAG_HEADER = OpenApiParameter(
     "ETag",
@@ -48,34 +64,69 @@ def with_etag(response: Response, entry: MemoryEntry) -> Response:
     return response
 
 
-def if_match_version(request: Request, *, uid: str, key: str) -> int | None:
+def _tag_versions(tags: list[str]) -> set[int]:
+    """The versions named by strong tags spelled exactly as the hub sends them: "5" names 5; "05", W/"5" nothing.
+
+    Entity tags compare as strings (RFC 9110, 8.8.3.2), so a tag names a version only when it is the
+    very text the hub would send for it; no version is 0 or below.
+    """
+    return {int(tag[1:-1]) for tag in tags if VERSION_TAG.fullmatch(tag)}
+
+
+def _header_tags(header: str) -> list[str]:
+    return [tag.strip() for tag in header.split(",") if tag.strip()]
+
+
+def if_match_version(
+    request: Request,
+    *,
+    uid: str,
+    key: str,
+    current_version: Callable[[], int | None] | None = None,
+    absent: str = "The entry does not exist.",
+) -> int | None:
     """The version the request's If-Match header asks for; None when it has none.
 
     If-Match holding only weak or malformed tags can never match: that is a 412, as for a stale one.
-    Without If-Match, a PUT's If-None-Match: * asks for ABSENT_VERSION (create only).
+    Without If-Match, a PUT's If-None-Match: * asks for ABSENT_VERSION (create only). * and a list
+    of several tags are matched against current_version() (the entry's version by default; a
+    restore passes the version the entry was deleted at); absent is the 412's message when that is None.
     """
     header = request.headers.get("If-Match")
     if header is None:
         if request.method == "PUT" and request.headers.get("If-None-Match", "").strip() == "*":
             return ABSENT_VERSION
         return None
+    if current_version is None:
+
+        def current_version() -> int | None:
+            entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
+            return entry.version if entry is not None else None
+
     if header.strip() == "*":
-        entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
-        if entry is None:
-            raise PreconditionFailed("The entry does not exist (If-Match: *).")
-        return entry.version
-    tags = [tag.strip() for tag in header.split(",") if tag.strip()]
-    versions = {
-        int(tag[1:-1])
-        for tag in tags
-        if len(tag) > 2 and tag[0] == tag[-1] == '"' and tag[1:-1].isascii() and tag[1:-1].isdigit()
-    }
+        current = current_version()
+        if current is None:
+            raise PreconditionFailed(f"{absent.removesuffix('.')} (If-Match: *).")
+        return current
+    versions = _tag_versions(_header_tags(header))
     if len(versions) == 1:
         return versions.pop()
     if not versions:
         raise PreconditionFailed('If-Match must hold the entry\'s ETag, such as "3".')
     # Several versions: the entry matches whichever it is at, so ask for the current one if listed.
-    entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
-    if entry is None or entry.version not in versions:
-        raise PreconditionFailed(f"The entry is at version {entry.version}." if entry else "The entry does not exist.")
-    return entry.version
+    current = current_version()
+    if current is None or current not in versions:
+        raise PreconditionFailed(f"The entry is at version {current}." if current else absent)
+    return current
+
+
+def if_none_match_holds(request: Request, etag: str) -> bool:
+    """Whether the request's If-None-Match names etag (or is *): a GET then answers 304.
+
+    If-None-Match compares weakly (RFC 9110, 13.1.2): W/"3" names "3" as well.
+    """
+    header = request.headers.get("If-None-Match")
+    if header is None:
+        return False
+    tags = _header_tags(header)
+    return "*" in tags or etag in {tag.removeprefix("W/") for tag in tags}

@@ -23,8 +23,11 @@ from memories.accounts import request_account
 from memories.api.conditional import (
     ETAG_HEADER,
     IF_MATCH_PARAMETER,
+    IF_NONE_MATCH_GET_PARAMETER,
     IF_NONE_MATCH_PARAMETER,
+    entry_etag,
     if_match_version,
+    if_none_match_holds,
     with_etag,
 )
 from memories.api.serializers import (
@@ -250,11 +253,13 @@ class MemoryViewSet(HubViewSet):
 
     @extend_schema(
         summary="Get a memory (its ETag is its version)",
-        responses=EntrySerializer,
-        parameters=[KEY_PARAMETER, ETAG_HEADER],
+        responses={200: EntrySerializer, 304: OpenApiResponse(description="The version named in If-None-Match.")},
+        parameters=[KEY_PARAMETER, IF_NONE_MATCH_GET_PARAMETER, ETAG_HEADER],
     )
     def retrieve(self, request: Request, uid: str, key: str) -> Response:
         entry = self._entry(request, uid, key)
+        if if_none_match_holds(request, entry_etag(entry)):
+            return with_etag(Response(status=status.HTTP_304_NOT_MODIFIED), entry)
         return with_etag(Response(EntrySerializer(entry).data), entry)
 
     @extend_schema(
@@ -318,14 +323,26 @@ class MemoryViewSet(HubViewSet):
     @extend_schema(
         summary="Restore a deleted memory from its history",
         description="Brings back the entry as it was when last deleted; its version goes on from the deleted one. "
-        "404 when the history holds no deletion to undo, 409 when the entry exists.",
+        'If-Match names the version the entry was deleted at (the ETag it last had, e.g. "2"): 412 when the '
+        "last deletion is not of that version. 404 when the history holds no deletion to undo, 409 when the "
+        "entry exists.",
         request=None,
-        parameters=[KEY_PARAMETER, ETAG_HEADER],
-        responses={201: EntrySerializer, 409: ENTRY_EXISTS},
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, ETAG_HEADER],
+        responses={201: EntrySerializer, 409: ENTRY_EXISTS, 412: PRECONDITION_FAILED},
     )
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, uid: str, key: str) -> Response:
-        entry = services.entry_restore(owner=request_account(request), uid=uid, key=key, actor=request_account(request))
+        account = request_account(request)
+        expected_version = if_match_version(
+            request,
+            uid=uid,
+            key=key,
+            current_version=lambda: selectors.entry_deleted_version(owner=account, uid=uid, key=key),
+            absent="The entry has no deletion to undo.",
+        )
+        entry = services.entry_restore(
+            owner=account, uid=uid, key=key, actor=account, expected_version=expected_version
+        )
         return with_etag(Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED), entry)
 
     @extend_schema(

@@ -27,11 +27,20 @@ ABSENT_VERSION = 0
 
 
 class VersionConflict(Exception):
-    """The entry's version is not the one the caller expected (If-Match)."""
+    """The entry's version is not the one the caller expected (If-Match).
 
-    def __init__(self, current: int | None) -> None:
-        super().__init__(f"current version is {current}" if current else "the entry does not exist")
+    current is the entry's version (ABSENT_VERSION when there is none); for a restore, deleted_at is
+    the version the entry was deleted at, which is what a restore's expected_version names.
+    """
+
+    def __init__(self, current: int | None, *, deleted_at: int | None = None) -> None:
+        if deleted_at is not None:
+            message = f"it was deleted at version {deleted_at}"
+        else:
+            message = f"current version is {current}" if current else "the entry does not exist"
+        super().__init__(message)
         self.current = current
+        self.deleted_at = deleted_at
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,18 @@ class PutResult:
 
 def _locked_entry(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
     return MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid, key=key).first()
+
+
+def _last_version(*, owner: User, uid: str, key: str) -> int:
+    """The version of the latest change in the history of (uid, key), ABSENT_VERSION when it has none.
+
+    One query on the index memory_event_entry_history. A re-created entry goes on from it, so a
+    version never names two states of one key (an If-Match held from before a delete cannot match).
+    """
+    last = (
+        MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).order_by("-id").values_list("version", flat=True)
+    ).first()
+    return last if last is not None else ABSENT_VERSION
 
 
 def _check_expected(entry: MemoryEntry | None, expected_version: int | None) -> None:
@@ -129,8 +150,10 @@ def entry_put(
 ) -> PutResult:
     """Create the entry (owner, uid, key) or replace its value.
 
-    kind and meta left as None keep what the entry has (or the defaults on creation). A put that
-    changes nothing records nothing and keeps the version. actor is the account that made the
+    A new entry starts at version 1, or when (uid, key) was deleted before, at the version after
+    the last one its history holds: a version never repeats for a key. kind and meta left as None
+    keep what the entry has (or the defaults on creation). A put that changes nothing records
+    nothing and keeps the version. actor is the account that made the
     change (the owner when None). With expected_version, the write happens only when the entry is
     at that version (ABSENT_VERSION: only when there is no such entry), else VersionConflict. Raises
     InvalidField for bad input.
@@ -156,7 +179,7 @@ def entry_put(
                 meta=meta if meta is not None else {},
                 created=now,
                 updated=now,
-                version=1,
+                version=_last_version(owner=owner, uid=uid, key=key) + 1,
                 honcho_session_id=new_honcho_session_id(),
             )
             try:
@@ -257,14 +280,19 @@ class EntryExists(Exception):
     """The entry is there already: there is nothing to restore."""
 
 
-def entry_restore(*, owner: User, uid: str, key: str, actor: User | None = None) -> MemoryEntry:
+def entry_restore(
+    *, owner: User, uid: str, key: str, actor: User | None = None, expected_version: int | None = None
+) -> MemoryEntry:
     """Bring back a deleted entry as it was when it was last deleted.
 
     The restored entry keeps its value, kind, meta and creation time, and its version goes on from
     the deleted one (deleted at version N, restored at N + 1), so every version of (uid, key) names
     one state. The history records the restore as a "create" event at that version. Raises
     EntryNotFound when the history holds no deletion of (uid, key) to undo, and EntryExists when
-    the entry is there (restoring would overwrite it).
+    the entry is there (restoring would overwrite it). With expected_version, the restore happens
+    only when the deletion to undo is the one at that version (the version the entry was deleted
+    at, the ETag it last had), else VersionConflict: a restore never brings back a state the
+    caller has not seen.
     """
     with transaction.atomic():
         if _locked_entry(owner=owner, uid=uid, key=key) is not None:
@@ -272,6 +300,8 @@ def entry_restore(*, owner: User, uid: str, key: str, actor: User | None = None)
         deletion = MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).order_by("-id").first()
         if deletion is None or deletion.action != MemoryEvent.Action.DELETE:
             raise EntryNotFound(f"{uid}/{key}")
+        if expected_version is not None and expected_version != deletion.version:
+            raise VersionConflict(ABSENT_VERSION, deleted_at=deletion.version)
         creation = (
             MemoryEvent.objects.filter(
                 owner=owner, uid=uid, key=key, action=MemoryEvent.Action.CREATE, id__lt=deletion.id

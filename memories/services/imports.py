@@ -5,6 +5,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from memories.embeddings.store import embedding_mark_stale
@@ -76,6 +77,46 @@ def _existing_entries(*, owner: User, identities: list[tuple[str, str]], lock: b
     return found
 
 
+def _latest_events(*, owner: User, identities: list[tuple[str, str]]) -> dict[tuple[str, str], MemoryEvent]:
+    """The latest history event of each (uid, key) that has one: a re-created key goes on from its version.
+
+    Two queries per IMPORT_LOOKUP_SIZE keys, both on the index memory_event_entry_history.
+    """
+    keys_by_uid: dict[str, list[str]] = {}
+    for uid, key in identities:
+        keys_by_uid.setdefault(uid, []).append(key)
+    found: dict[tuple[str, str], MemoryEvent] = {}
+    for uid, keys in keys_by_uid.items():
+        for start in range(0, len(keys), IMPORT_LOOKUP_SIZE):
+            latest_ids = (
+                MemoryEvent.objects.filter(owner=owner, uid=uid, key__in=keys[start : start + IMPORT_LOOKUP_SIZE])
+                .values("key")
+                .annotate(latest=Max("id"))
+                .values_list("latest", flat=True)
+            )
+            for event in MemoryEvent.objects.filter(id__in=list(latest_ids)):
+                found[(event.uid, event.key)] = event
+    return found
+
+
+def _new_entry_version(record: ImportRecord, latest: MemoryEvent | None) -> int:
+    """The version a record gets when it creates its entry: its own, unless the key's history has used it.
+
+    A record that is the very state the history's latest event left (an entry lost with its history
+    kept) keeps its version; otherwise a version the history holds already goes on from the latest.
+    """
+    version = record.version or 1
+    if latest is None:
+        return version
+    if (
+        latest.action != MemoryEvent.Action.DELETE
+        and latest.version == version
+        and (latest.value_after, latest.kind_after, latest.meta_after) == (record.value, record.kind, record.meta)
+    ):
+        return version
+    return max(version, latest.version + 1)
+
+
 ENTRY_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "value", "kind", "meta", "created", "updated", "version", "honcho_session_id",
     "key_folded", "value_folded",
@@ -124,7 +165,8 @@ def entries_import(
     invalid ones are skipped and reported in ImportCounts.invalid, the rest are written with bulk
     inserts. Timestamps and versions:
     - a record for a new entry keeps its created, updated and version (a restore is exact);
-      missing ones default to now, now and 1;
+      missing ones default to now, now and 1; but a key deleted before goes on from the last version
+      its history holds (+ 1) when the record's is not past it, so a version never repeats;
     - a record equal in value, kind and meta to the entry already here changes nothing;
     - a record that differs updates the entry as a put would: created stays, updated is now, and
       the version becomes the larger of (current + 1) and the record's, so it never goes back and
@@ -149,6 +191,7 @@ def entries_import(
     actor_id = actor.pk if actor is not None else owner.pk
     with transaction.atomic():
         existing = _existing_entries(owner=owner, identities=list(latest), lock=not dry_run)
+        latest_events = _latest_events(owner=owner, identities=[each for each in latest if each not in existing])
         connection = transaction.get_connection()
         as_db_time = connection.ops.adapt_datetimefield_value
         meta_field = MemoryEntry._meta.get_field("meta")
@@ -167,7 +210,7 @@ def entries_import(
             if entry is None:
                 created = record.created or record.updated or now
                 updated = record.updated or max(created, now)
-                version = record.version or 1
+                version = _new_entry_version(record, latest_events.get(identity))
                 meta = as_db_json(record.meta)
                 session_id = new_honcho_session_id()
                 new_rows.append(

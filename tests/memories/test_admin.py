@@ -15,7 +15,7 @@ def test_editing_an_entry_in_the_admin_goes_through_the_services(admin_client_lo
 
     response = admin_client_logged_in.post(
         f"/admin/memories/memoryentry/{entry.pk}/change/",
-        {"value": "Rust", "kind": "fact", "meta": '{"edited": true}'},
+        {"value": "Rust", "kind": "fact", "meta": '{"edited": true}', "shown_version": "1"},
     )
 
     assert response.status_code == 302
