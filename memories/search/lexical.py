@@ -25,7 +25,6 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from typing import overload
 
 from django.db import connection
@@ -133,8 +132,7 @@ class Candidate:
 
     entry_id: int
     score: float
-    matched_terms: tuple[str, ...]
-    updated: datetime
+    matched_terms: tuple[str, ...] = ()
 
 
 def _fts_string(text: str) -> str:
@@ -155,38 +153,31 @@ def _matched_terms(query: LexicalQuery, key_folded: str, value_folded: str) -> t
     return tuple(term for term in (*query.words, *query.phrases) if term in key_folded or term in value_folded)
 
 
-def _rank(rows: list[tuple], query: LexicalQuery) -> list[Candidate]:
-    candidates = [
-        Candidate(entry_id=entry_id, score=score, matched_terms=_matched_terms(query, key, value), updated=updated)
-        for entry_id, score, updated, key, value in rows
-    ]
-    return sorted(
-        candidates, key=lambda candidate: (-candidate.score, -candidate.updated.timestamp(), -candidate.entry_id)
-    )
+def _candidates_sqlite(
+    owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int, *, with_text: bool
+) -> list[tuple]:
+    """(id, score[, key_folded, value_folded]) best first, ties newest first.
 
-
-def _as_datetime(value: object) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    return MemoryEntry._meta.get_field("updated").to_python(value)
-
-
-def _candidates_sqlite(owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int) -> list[tuple]:
-    # The words index drives: its MATCH holds the user's scope token, so it yields that user's rows
-    # alone, newest created first, and stops at the limit; bm25 is computed for those rows only.
+    The words index drives: its MATCH holds the user's scope token, so it yields that user's rows
+    alone, newest created first, and stops at the limit; bm25 is computed for those rows only, and
+    they are sorted by it after.
+    """
     kind_filter = f" AND +{ENTRY_TABLE}.kind = %s" if kind else ""
+    text = ", key_folded, value_folded" if with_text else ""
     sql = (
-        f"SELECT {ENTRY_TABLE}.id, -bm25({WORDS_TABLE}, {SCOPE_WEIGHT}, {KEY_WEIGHT}, {VALUE_WEIGHT}), "
-        f"{ENTRY_TABLE}.updated, {ENTRY_TABLE}.key_folded, {ENTRY_TABLE}.value_folded "
+        f"SELECT id, score{text} FROM ("
+        f"SELECT {ENTRY_TABLE}.id AS id, -bm25({WORDS_TABLE}, {SCOPE_WEIGHT}, {KEY_WEIGHT}, {VALUE_WEIGHT}) AS score, "
+        f"{ENTRY_TABLE}.updated AS updated{text.replace(', ', f', {ENTRY_TABLE}.')} "
         f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid "
         f"WHERE {WORDS_TABLE} MATCH %s{kind_filter} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
+        f") ORDER BY score DESC, updated DESC, id DESC"
     )
     params: list[str | int] = [_words_match(owner_id, uid, query.ranking_terms)]
     if kind:
         params.append(kind)
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, limit])
-        return [(row[0], row[1], _as_datetime(row[2]), row[3], row[4]) for row in cursor.fetchall()]
+        return cursor.fetchall()
 
 
 def _postgres_query(terms: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -200,7 +191,9 @@ def _idf(documents: float, holding: float) -> float:
     return math.log(1 + (max(documents, holding) - holding + 0.5) / (holding + 0.5))
 
 
-def _candidates_postgres(owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int) -> list[tuple]:
+def _candidates_postgres(
+    owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int, *, with_text: bool
+) -> list[tuple]:
     """Ranked as bm25 would on SQLite, as far as PostgreSQL allows: ts_rank of each term (a hit in
     the key weighs four times one in the value, more hits weigh more) times the term's inverse
     document frequency over the hub, added up; ts_rank alone knows nothing of rare words."""
@@ -238,7 +231,8 @@ def _candidates_postgres(owner_id: int, uid: str, kind: str | None, query: Lexic
         holding, term_ranks = rest[: len(terms)], rest[len(terms) :]
         score = sum(_idf(documents, max(count, 1)) * rank for count, rank in zip(holding, term_ranks, strict=True))
         ranked.append((entry_id, score, updated, key_folded, value_folded))
-    return ranked
+    ranked.sort(key=lambda row: (-row[1], -row[2].timestamp(), -row[0]))
+    return [(row[0], row[1], row[3], row[4]) if with_text else (row[0], row[1]) for row in ranked]
 
 
 def lexical_candidates(
@@ -254,7 +248,10 @@ def lexical_candidates(
     if not query.ranking_terms:
         return []
     fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
-    return _rank(fetch(owner_id, uid, kind, query, limit), query)
+    return [
+        Candidate(entry_id=entry_id, score=score, matched_terms=_matched_terms(query, key_folded, value_folded))
+        for entry_id, score, key_folded, value_folded in fetch(owner_id, uid, kind, query, limit, with_text=True)
+    ]
 
 
 def _user_entries(owner_id: int, uid: str, kind: str | None) -> QuerySet[MemoryEntry]:
@@ -350,7 +347,8 @@ class LexicalMatches:
                 self._candidates = []
             else:
                 fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
-                self._candidates = _rank(fetch(self.owner_id, self.uid, self.kind, self.query, RANK_CAP), self.query)
+                rows = fetch(self.owner_id, self.uid, self.kind, self.query, RANK_CAP, with_text=False)
+                self._candidates = [Candidate(entry_id=entry_id, score=score) for entry_id, score in rows]
         return self._candidates
 
     def count(self) -> int:
@@ -415,7 +413,8 @@ class LexicalMatches:
         for candidate in head:
             entry = entries_by_id.get(candidate.entry_id)
             if entry is not None:
-                entry.score, entry.matched_terms = candidate.score, candidate.matched_terms
+                entry.score = candidate.score
+                entry.matched_terms = _matched_terms(self.query, entry.key_folded, entry.value_folded)
                 found.append(entry)
         wanted = stop - start - len(head)
         if wanted > 0 and self.count() > len(self.candidates):
