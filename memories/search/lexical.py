@@ -38,6 +38,8 @@ from memories.models import MemoryEntry
 MIN_INDEXED_LENGTH = 3
 # Candidates ranked exactly per query; matches beyond them follow newest first.
 RANK_CAP = 200
+# SQLite: a query whose words more entries of the hub hold than this reads the user's rows alone.
+HUB_PROBE_LIMIT = 2000
 # Counts are exact up to this many matches; beyond, the count is COUNT_LIMIT + 1 and marked inexact.
 COUNT_LIMIT = 1000
 FTS_TABLE = "memories_memoryentry_fts"
@@ -153,30 +155,47 @@ def _matched_terms(query: LexicalQuery, key_folded: str, value_folded: str) -> t
     return tuple(term for term in (*query.words, *query.phrases) if term in key_folded or term in value_folded)
 
 
+def _terms_match(terms: tuple[str, ...]) -> str:
+    return "{key value} : (" + " OR ".join(_fts_string(term) for term in terms) + ")"
+
+
 def _candidates_sqlite(
     owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int, *, with_text: bool
 ) -> list[tuple]:
     """(id, score[, key_folded, value_folded]) best first, ties newest first.
 
-    The words index drives: its MATCH holds the user's scope token, so it yields that user's rows
-    alone, newest created first, and stops at the limit; bm25 is computed for those rows only, and
-    they are sorted by it after.
+    Two ways to the same rows, chosen by how many entries of the whole hub hold the words (a bounded
+    probe, HUB_PROBE_LIMIT rows at most): few, and the hub's hits are read and kept when they are the
+    user's (cheapest for a rare word); many, and the user's scope token joins the MATCH, so only the
+    user's rows are read. Either way the newest `limit` of the user's hits are ranked by bm25, whose
+    scope column weighs nothing, so both ways give the same candidates and the same scores: only
+    the time depends on other accounts' data, never the result.
     """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT rowid FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s LIMIT %s)",
+            [_terms_match(query.ranking_terms), HUB_PROBE_LIMIT + 1],
+        )
+        hub_hits = cursor.fetchone()[0]
     kind_filter = f" AND +{ENTRY_TABLE}.kind = %s" if kind else ""
+    if hub_hits <= HUB_PROBE_LIMIT:
+        match = _terms_match(query.ranking_terms)
+        scope_filter = f" AND +{ENTRY_TABLE}.owner_id = %s AND +{ENTRY_TABLE}.uid = %s"
+        scope_params: list[str | int] = [owner_id, uid]
+    else:
+        match, scope_filter, scope_params = _words_match(owner_id, uid, query.ranking_terms), "", []
     text = ", key_folded, value_folded" if with_text else ""
     sql = (
         f"SELECT id, score{text} FROM ("
         f"SELECT {ENTRY_TABLE}.id AS id, -bm25({WORDS_TABLE}, {SCOPE_WEIGHT}, {KEY_WEIGHT}, {VALUE_WEIGHT}) AS score, "
         f"{ENTRY_TABLE}.updated AS updated{text.replace(', ', f', {ENTRY_TABLE}.')} "
         f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid "
-        f"WHERE {WORDS_TABLE} MATCH %s{kind_filter} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
+        f"WHERE {WORDS_TABLE} MATCH %s{scope_filter}{kind_filter} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
         f") ORDER BY score DESC, updated DESC, id DESC"
     )
-    params: list[str | int] = [_words_match(owner_id, uid, query.ranking_terms)]
-    if kind:
-        params.append(kind)
+    params: list[str | int] = [match, *scope_params, *([kind] if kind else []), limit]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, limit])
+        cursor.execute(sql, params)
         return cursor.fetchall()
 
 
