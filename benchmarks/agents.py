@@ -30,7 +30,8 @@ from django.db import connection
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memories import benchmark, context, selectors, services
+from benchmarks import workload
+from memories import context, selectors, services
 from memories.accounts import account_create
 
 CONTEXT_TARGET_SECONDS = 0.005
@@ -49,32 +50,32 @@ def seed(*, owner: User, users: int, entries: int) -> None:
     for user in range(users):
         operations = [
             services.BatchOperation(
-                op="put", key=benchmark.entry_key(number), value=benchmark.entry_value(rng, number), kind="fact"
+                op="put", key=workload.entry_key(number), value=workload.entry_value(rng, number), kind="fact"
             )
             for number in range(entries)
         ]
         for start in range(0, entries, services.BATCH_MAX_OPERATIONS):
             services.entries_batch(
                 owner=owner,
-                uid=benchmark.user_uid(user),
+                uid=workload.user_uid(user),
                 operations=operations[start : start + services.BATCH_MAX_OPERATIONS],
             )
 
 
-def time_context(*, owner: User, uid: str, samples: int) -> dict[str, benchmark.Timing]:
+def time_context(*, owner: User, uid: str, samples: int) -> dict[str, workload.Timing]:
     calls: dict[str, Callable[[int], object]] = {
         "context, no query": lambda number: selectors.context_block(owner=owner, uid=uid),
-        f"context, q={benchmark.COMMON_WORD}": lambda number: selectors.context_block(
-            owner=owner, uid=uid, query_text=benchmark.COMMON_WORD
+        f"context, q={workload.COMMON_WORD}": lambda number: selectors.context_block(
+            owner=owner, uid=uid, query_text=workload.COMMON_WORD
         ),
-        f"context, q={benchmark.RARE_WORD}": lambda number: selectors.context_block(
-            owner=owner, uid=uid, query_text=benchmark.RARE_WORD
+        f"context, q={workload.RARE_WORD}": lambda number: selectors.context_block(
+            owner=owner, uid=uid, query_text=workload.RARE_WORD
         ),
     }
     timings = {}
     for label, call in calls.items():
         call(0)  # warm the statement cache
-        timings[label] = benchmark.time_calls(call, samples)
+        timings[label] = workload.time_calls(call, samples)
     return timings
 
 
@@ -95,9 +96,9 @@ def child_environment(workdir: Path) -> dict[str, str]:
     return environment
 
 
-async def _time_recall(url: str, token: str, uid: str, samples: int) -> tuple[benchmark.Timing, benchmark.Timing]:
-    rest, mcp = benchmark.Timing(), benchmark.Timing()
-    words = [benchmark.COMMON_WORD, benchmark.RARE_WORD]
+async def _time_recall(url: str, token: str, uid: str, samples: int) -> tuple[workload.Timing, workload.Timing]:
+    rest, mcp = workload.Timing(), workload.Timing()
+    words = [workload.COMMON_WORD, workload.RARE_WORD]
     headers = {"Authorization": f"Token {token}"}
     async with (
         httpx2.AsyncClient(base_url=url, headers=headers, timeout=60) as rest_client,
@@ -133,9 +134,7 @@ async def _time_recall(url: str, token: str, uid: str, samples: int) -> tuple[be
     return rest, mcp
 
 
-def time_recall_over_http(
-    workdir: Path, token: str, uid: str, samples: int
-) -> tuple[benchmark.Timing, benchmark.Timing]:
+def time_recall_over_http(workdir: Path, token: str, uid: str, samples: int) -> tuple[workload.Timing, workload.Timing]:
     """(REST ?q=, MCP recall) round trips against one gunicorn + uvicorn worker serving memoryhub.asgi."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
@@ -155,7 +154,7 @@ def time_recall_over_http(
     )
     listener.close()
     try:
-        benchmark.wait_for_port(port, seconds=SERVER_START_SECONDS, alive=lambda: server.poll() is None)
+        workload.wait_for_port(port, seconds=SERVER_START_SECONDS, alive=lambda: server.poll() is None)
         return asyncio.run(_time_recall(f"http://127.0.0.1:{port}", token, uid, samples))
     finally:
         server.terminate()
@@ -195,10 +194,10 @@ def time_stdio_start(workdir: Path) -> list[tuple[float, float]]:
     return starts
 
 
-def _table(rows: list[tuple[str, benchmark.Timing]]) -> list[str]:
+def _table(rows: list[tuple[str, workload.Timing]]) -> list[str]:
     lines = ["| operation | p50 ms | p95 ms |", "|---|---:|---:|"]
     for label, timing in rows:
-        lines.append(f"| {label} | {benchmark.milliseconds(timing.p50)} | {benchmark.milliseconds(timing.p95)} |")
+        lines.append(f"| {label} | {workload.milliseconds(timing.p50)} | {workload.milliseconds(timing.p95)} |")
     return lines
 
 
@@ -212,12 +211,12 @@ def run(*, workdir: Path, entries: int, users: int, samples: int, http: bool, pr
     owner, token = account_create(username=BENCHMARK_ACCOUNT)
     progress(f"seeding {users} users x {entries} entries")
     seed(owner=owner, users=users, entries=entries)
-    uid = benchmark.user_uid(0)
+    uid = workload.user_uid(0)
     progress("context block, in process")
     context_timings = time_context(owner=owner, uid=uid, samples=samples)
     block = selectors.context_block(owner=owner, uid=uid)
     connection.close()
-    machine = benchmark.machine()
+    machine = workload.machine()
     heading = (
         f"## Context block, in process (budget {context.CONTEXT_DEFAULT_BUDGET}: "
         f"{len(block.entries)} memories, {block.length} characters)"
@@ -237,7 +236,7 @@ def run(*, workdir: Path, entries: int, users: int, samples: int, http: bool, pr
     worst = max(timing.p50 for timing in context_timings.values())
     lines.append(
         f"Target context p50 <= {CONTEXT_TARGET_SECONDS * 1000:g} ms: worst p50 "
-        f"{benchmark.milliseconds(worst)} ms, {_verdict(worst <= CONTEXT_TARGET_SECONDS)}."
+        f"{workload.milliseconds(worst)} ms, {_verdict(worst <= CONTEXT_TARGET_SECONDS)}."
     )
     if not http:
         return "\n".join(lines) + "\n"
@@ -249,7 +248,7 @@ def run(*, workdir: Path, entries: int, users: int, samples: int, http: bool, pr
     lines += [
         "",
         f"## Recall over HTTP (gunicorn, 1 uvicorn worker, loopback, keep-alive; {RECALL_LIMIT} results, "
-        f"'{benchmark.COMMON_WORD}' and '{benchmark.RARE_WORD}' in turn)",
+        f"'{workload.COMMON_WORD}' and '{workload.RARE_WORD}' in turn)",
         "",
         *_table([("REST GET .../memories/?q=", rest), ("MCP tools/call recall (Streamable HTTP)", mcp)]),
         "",

@@ -10,8 +10,8 @@ import sys
 import pytest
 from django.conf import settings
 
-from memories.benchmark import OPERATIONS
-from memories.management.commands.benchmark import ANALYSIS_MARKER
+from benchmarks.speed import ANALYSIS_MARKER
+from benchmarks.workload import OPERATIONS
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
 

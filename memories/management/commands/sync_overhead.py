@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memories.sync.benchmark import sync_overhead_measure
+from benchmarks.sync_overhead import sync_overhead_measure
 
 
 class Command(BaseCommand):

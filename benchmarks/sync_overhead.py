@@ -8,11 +8,11 @@ are made by a throwaway account that is removed afterwards, with its entries, hi
 rows; the worker touches only that account's tasks.
 """
 
+import functools
 import logging
 import socket
 import statistics
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -21,6 +21,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
+from benchmarks.timing import percentile, timed
 from memories import services
 from memories.backends.honcho import HonchoConfig, HonchoStore
 from memories.models import SyncTask
@@ -37,11 +38,11 @@ class Timings:
 
     @property
     def p50(self) -> float:
-        return statistics.median(self.samples_ms)
+        return percentile(self.samples_ms, 0.50)
 
     @property
     def p95(self) -> float:
-        return statistics.quantiles(self.samples_ms, n=20, method="inclusive")[18]
+        return percentile(self.samples_ms, 0.95)
 
     @property
     def mean(self) -> float:
@@ -95,9 +96,11 @@ class OverheadReport:
 def _timed_puts(owner: User, uid: str, first: int, count: int) -> list[float]:
     samples = []
     for number in range(first, first + count):
-        started = time.perf_counter()
-        services.entry_put(owner=owner, uid=uid, key=f"key-{number % KEYS_PER_RUN}", value=f"value {number}")
-        samples.append((time.perf_counter() - started) * 1000)
+        put = functools.partial(
+            services.entry_put, owner=owner, uid=uid, key=f"key-{number % KEYS_PER_RUN}", value=f"value {number}"
+        )
+        _, seconds = timed(put)
+        samples.append(seconds * 1000)
     return samples
 
 

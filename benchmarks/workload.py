@@ -6,6 +6,7 @@ loopback with several concurrent clients, and on raw sqlite3 with one persistent
 floor that the hub's figures are divided by.
 """
 
+import functools
 import http.client
 import json
 import multiprocessing
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
+from benchmarks.timing import percentile, timed
 from memories import exchange, search
 
 # The vocabulary that values are drawn from: each word is in about one value in eight.
@@ -93,8 +95,7 @@ class Timing:
     wall: float = 0.0
 
     def percentile(self, fraction: float) -> float:
-        ordered = sorted(self.samples)
-        return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+        return percentile(self.samples, fraction)
 
     @property
     def p50(self) -> float:
@@ -112,12 +113,12 @@ class Timing:
 def time_calls(call: Callable[[int], object], count: int) -> Timing:
     """Call call(i) for i in range(count), one after another, timing each."""
     timing = Timing()
-    started = time.perf_counter()
-    for number in range(count):
-        before = time.perf_counter()
-        call(number)
-        timing.samples.append(time.perf_counter() - before)
-    timing.wall = time.perf_counter() - started
+
+    def every_call() -> None:
+        for number in range(count):
+            timing.samples.append(timed(functools.partial(call, number))[1])
+
+    _, timing.wall = timed(every_call)
     return timing
 
 
@@ -197,15 +198,19 @@ def _http_client(port: int, token: str, plan: HttpRequestPlan, timeout: float) -
     latencies = []
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json", "Host": "127.0.0.1"}
     for path in plan.paths:
-        before = time.perf_counter()
-        link = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-        link.request(plan.method, path, body=plan.body, headers=headers)
-        response = link.getresponse()
-        response.read()
-        link.close()
-        if response.status >= 300:
-            raise RuntimeError(f"{plan.method} {path} answered {response.status}")
-        latencies.append(time.perf_counter() - before)
+
+        def request(path: str = path) -> int:
+            link = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+            link.request(plan.method, path, body=plan.body, headers=headers)
+            response = link.getresponse()
+            response.read()
+            link.close()
+            return response.status
+
+        status, seconds = timed(request)
+        if status >= 300:
+            raise RuntimeError(f"{plan.method} {path} answered {status}")
+        latencies.append(seconds)
     return latencies
 
 
@@ -213,9 +218,7 @@ def time_http(port: int, token: str, plans: list[HttpRequestPlan], timeout: floa
     """Run one plan per client process at once; every request's latency, and the wall time of all."""
     context = multiprocessing.get_context("fork")
     with context.Pool(len(plans)) as pool:
-        started = time.perf_counter()
-        results = pool.starmap(_http_client, [(port, token, plan, timeout) for plan in plans])
-        wall = time.perf_counter() - started
+        results, wall = timed(lambda: pool.starmap(_http_client, [(port, token, plan, timeout) for plan in plans]))
     return Timing(samples=[latency for client in results for latency in client], wall=wall)
 
 
