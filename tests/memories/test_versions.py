@@ -1,6 +1,7 @@
 """A version names one state of a key forever: a delete and a re-create never hand out a version again."""
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -215,7 +216,7 @@ def test_a_change_landing_between_the_admin_check_and_its_write_is_not_overwritt
     entry = services.entry_put(owner=owner, uid="alice", key="editor", value="vim").entry
     real_put = services.entry_put
 
-    def put_after_a_concurrent_change(**arguments: object) -> services.PutResult:
+    def put_after_a_concurrent_change(**arguments: Any) -> services.PutResult:
         real_put(owner=owner, uid="alice", key="editor", value="emacs")
         return real_put(**arguments)
 

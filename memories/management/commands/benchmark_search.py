@@ -14,7 +14,8 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from memories import benchmark, selectors, services
+from benchmarks import workload
+from memories import selectors, services
 from memories.accounts import account_create
 from memories.search import LexicalMatches
 
@@ -49,9 +50,9 @@ class Command(BaseCommand):
         for user in range(users):
             records = [
                 services.ImportRecord(
-                    uid=benchmark.user_uid(user),
-                    key=benchmark.entry_key(number),
-                    value=benchmark.entry_value(rng, number),
+                    uid=workload.user_uid(user),
+                    key=workload.entry_key(number),
+                    value=workload.entry_value(rng, number),
                     kind="fact",
                 )
                 for number in range(per_user)
@@ -62,14 +63,14 @@ class Command(BaseCommand):
         self.stderr.write(f"seeded {users * per_user:,} entries in {time.perf_counter() - started:.1f} s")
 
     def report(self, account: User, *, users: int, per_user: int, samples: int) -> None:
-        uid = benchmark.user_uid(0)
+        uid = workload.user_uid(0)
         self.stdout.write(
             f"`?q=` in process on {connection.vendor}, {per_user:,} entries per user, {users * per_user:,} in the "
             f"hub, {samples} calls each (ms):\n"
         )
         self.stdout.write("| word | matches | API page (count + 50) p50 | p95 | tool top 10 p50 | p95 | order |")
         self.stdout.write("|---|---|---|---|---|---|---|")
-        for label, word in (("common", benchmark.COMMON_WORD), ("rare", benchmark.RARE_WORD)):
+        for label, word in (("common", workload.COMMON_WORD), ("rare", workload.RARE_WORD)):
 
             def page(number: int, word: str = word) -> None:
                 found = selectors.entry_find(owner=account, uid=uid, query_text=word)
@@ -77,10 +78,10 @@ class Command(BaseCommand):
                 found.count()
 
             def top(number: int, word: str = word) -> None:
-                list(selectors.entry_find(owner=account, uid=uid, query_text=word)[: benchmark.QUERY_LIMIT])
+                list(selectors.entry_find(owner=account, uid=uid, query_text=word)[: workload.QUERY_LIMIT])
 
             page(0)
-            paged, topped = benchmark.time_calls(page, samples), benchmark.time_calls(top, samples)
+            paged, topped = workload.time_calls(page, samples), workload.time_calls(top, samples)
             found = selectors.entry_find(owner=account, uid=uid, query_text=word)
             assert isinstance(found, LexicalMatches)
             count = f"{found.count():,}" + ("" if found.count_exact else "+")
