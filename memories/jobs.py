@@ -59,6 +59,9 @@ def _sync_unavailable() -> str:
 
 
 def _sync_waiting() -> QuerySet:
+    """Pending tasks; none when sync is off (the status then costs no query of the outbox)."""
+    if not settings.MEMORYHUB_HONCHO_SYNC:
+        return SyncTask.objects.none()
     return SyncTask.objects.filter(status=SyncTask.Status.PENDING)
 
 

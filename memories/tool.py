@@ -5,17 +5,22 @@ used it can point at POST /api/v1/tool unchanged. Every write goes through memor
 every read through memories.selectors, scoped to the calling account.
 """
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.utils.module_loading import import_string
 
 from memories import selectors, services
 from memories.backends import hub_status
 from memories.validation import InvalidField, check_key, check_uid
 
-ACTIONS = ("store", "get", "query", "list", "delete", "info", "evaluate")
+# The actions, from settings.MEMORYHUB_TOOL_ACTIONS (each name with the dotted path of its handler),
+# as the overview's panels are: memories never imports the apps that add actions (evaluate is
+# evaluation's). Handlers take (account, uid, arguments) and return the reply.
+ACTIONS = tuple(settings.MEMORYHUB_TOOL_ACTIONS)
 
 TOOL_SCHEMA: dict[str, Any] = {
     "name": "memory_backend",
@@ -38,8 +43,7 @@ TOOL_SCHEMA: dict[str, Any] = {
 
 Reply = dict[str, Any]
 
-# Set by the evaluation app when it is installed: a callable(account) -> {"results", "recommendation"}.
-evaluate_hook: Callable[[User], dict[str, Any]] | None = None
+Action = Callable[[User, str, dict[str, Any]], Reply]
 
 
 def _storable(text: str) -> bool:
@@ -55,7 +59,7 @@ def _error(message: str) -> Reply:
     return {"ok": False, "error": message}
 
 
-def _store(account: User, uid: str, args: dict[str, Any]) -> Reply:
+def action_store(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key, value, meta = args.get("key"), args.get("value"), args.get("meta")
     if not key or value is None:
         return _error("key+value required")
@@ -70,7 +74,7 @@ def _store(account: User, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "key": key}
 
 
-def _get(account: User, uid: str, args: dict[str, Any]) -> Reply:
+def action_get(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key = args.get("key")
     if not key:
         return _error("key required")
@@ -80,7 +84,7 @@ def _get(account: User, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "key": entry.key, "value": entry.value, "type": entry.kind}
 
 
-def _query(account: User, uid: str, args: dict[str, Any]) -> Reply:
+def action_query(account: User, uid: str, args: dict[str, Any]) -> Reply:
     query_text = args.get("query")
     if not query_text:
         return _error("query required")
@@ -93,7 +97,7 @@ def _query(account: User, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "results": results, "count": len(results)}
 
 
-def _list(account: User, uid: str, args: dict[str, Any]) -> Reply:
+def action_list(account: User, uid: str, args: dict[str, Any]) -> Reply:
     entries = [
         {"key": key, "type": kind}
         for key, kind in selectors.entry_list(owner=account, uid=uid).values_list("key", "kind")
@@ -101,7 +105,7 @@ def _list(account: User, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "entries": entries, "count": len(entries)}
 
 
-def _delete(account: User, uid: str, args: dict[str, Any]) -> Reply:
+def action_delete(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key = args.get("key")
     if not key:
         return _error("key required")
@@ -112,32 +116,25 @@ def _delete(account: User, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True}
 
 
-def _info(account: User, uid: str, args: dict[str, Any]) -> Reply:
+def action_info(account: User, uid: str, args: dict[str, Any]) -> Reply:
     status = hub_status()
     return {"ok": True, "backend": status.backend, "cloud": status.cloud, "available": status.available}
 
 
-def _evaluate(account: User, uid: str, args: dict[str, Any]) -> Reply:
-    if evaluate_hook is None:
-        return _error("not available")
-    return {"ok": True, **evaluate_hook(account)}
+@functools.cache
+def _handlers(actions: tuple[tuple[str, str], ...]) -> dict[str, Action]:
+    return {name: import_string(path) for name, path in actions}
 
 
-HANDLERS: dict[str, Callable[[User, str, dict[str, Any]], Reply]] = {
-    "store": _store,
-    "get": _get,
-    "query": _query,
-    "list": _list,
-    "delete": _delete,
-    "info": _info,
-    "evaluate": _evaluate,
-}
+def tool_actions() -> dict[str, Action]:
+    """Each action's handler, imported from settings.MEMORYHUB_TOOL_ACTIONS on first use."""
+    return _handlers(tuple(settings.MEMORYHUB_TOOL_ACTIONS.items()))
 
 
 def run_tool(*, account: User, arguments: dict[str, Any]) -> Reply:
     """Run one tool call for account and return its JSON reply (never raises on bad arguments)."""
     action = arguments.get("action")
-    handler = HANDLERS.get(action) if isinstance(action, str) else None
+    handler = tool_actions().get(action) if isinstance(action, str) else None
     if handler is None:
         return _error(f"unknown: {action}")
     uid = arguments.get("uid", "default")

@@ -26,6 +26,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from django.conf import settings
+from django.core.exceptions import EmptyResultSet
 from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import F, Func, QuerySet
 from django.utils import timezone
@@ -126,6 +127,19 @@ class WorkStatus:
     def waiting_total(self) -> int:
         return sum(self.waiting.values())
 
+    @property
+    def healthy(self) -> bool:
+        """False when work waits and no worker has been seen to do it."""
+        return self.worker_seen or not self.waiting_total
+
+    def as_json(self) -> dict[str, Any]:
+        """The shape /healthz and /api/v1/info answer with."""
+        return {
+            "worker_seen": self.worker_seen,
+            "last_seen": self.last_seen.isoformat() if self.last_seen else None,
+            "waiting": self.waiting,
+        }
+
 
 def _as_datetime(value: datetime | str | None) -> datetime | None:
     """A datetime read through a raw cursor (SQLite gives text; both are stored in UTC)."""
@@ -150,7 +164,11 @@ def work_status(*, now: datetime | None = None) -> WorkStatus:
     selects: list[str] = []
     parameters: list[Any] = []
     for part in parts:
-        sql, part_parameters = part.query.sql_with_params()
+        try:
+            sql, part_parameters = part.query.sql_with_params()
+        except EmptyResultSet:  # a kind whose waiting queryset is .none(): nothing waits
+            selects.append("0")
+            continue
         selects.append(f"({sql})")
         parameters.extend(part_parameters)
     with connection.cursor() as cursor:

@@ -237,7 +237,20 @@ MEMORYHUB_RATE_LIMIT_TABLE = (
 MEMORYHUB_OVERVIEW_PANELS = [
     "evaluation.panels.latest_evaluation_panel",
     "memories.panels.sync_status_panel",
+    "memories.panels.work_panel",
 ]
+
+# The memory_backend tool's actions (POST /api/v1/tool), in the order its schema lists them: each
+# name with the dotted path of its handler (account, uid, arguments) -> reply (see memories.tool).
+MEMORYHUB_TOOL_ACTIONS = {
+    "store": "memories.tool.action_store",
+    "get": "memories.tool.action_get",
+    "query": "memories.tool.action_query",
+    "list": "memories.tool.action_list",
+    "delete": "memories.tool.action_delete",
+    "info": "memories.tool.action_info",
+    "evaluate": "evaluation.tool.action_evaluate",
+}
 
 # Kinds of background work `manage.py work` does: dotted paths of memories.work.JobKind objects (the
 # same registry shape as the panels: memories never imports the apps that add kinds). Append new kinds below.

@@ -5,8 +5,10 @@ from django.views.defaults import page_not_found
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from evaluation.urls import dashboard_urlpatterns as evaluation_pages
+from memoryhub.health import healthz
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(("memories.api.urls", "api"), namespace="api")),
     path("api/v1/", include(("evaluation.urls", "evaluation"), namespace="evaluation")),

@@ -158,6 +158,14 @@ class InfoSyncSerializer(serializers.Serializer):
     failed = serializers.IntegerField(required=False, help_text="The account's failed changes (when enabled).")
 
 
+class InfoWorkSerializer(serializers.Serializer):
+    worker_seen = serializers.BooleanField(help_text="Whether a worker (`manage.py work`) was seen in the last minute.")
+    last_seen = serializers.DateTimeField(allow_null=True, help_text="When a worker was last seen.")
+    waiting = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Work waiting, by kind (sync, evaluation, ...), for the whole hub."
+    )
+
+
 class InfoSerializer(serializers.Serializer):
     backend = serializers.CharField()
     cloud = serializers.BooleanField()
@@ -165,6 +173,7 @@ class InfoSerializer(serializers.Serializer):
     reason = serializers.CharField()
     counts = CountsSerializer()
     sync = InfoSyncSerializer()
+    work = InfoWorkSerializer()
     version = serializers.CharField()
 
 

@@ -49,6 +49,7 @@ from memories.models import MemoryEntry
 from memories.search import LexicalMatches
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
+from memories.work import work_status
 from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
@@ -402,6 +403,7 @@ class InfoViewSet(HubViewSet):
                 "reason": backend.reason,
                 "counts": selectors.owner_counts(owner=request_account(request)),
                 "sync": _info_sync(request),
+                "work": work_status().as_json(),
                 "version": settings.VERSION,
             }
         )

@@ -103,3 +103,16 @@ def test_an_account_that_is_not_staff_never_sees_a_staff_username(owner_api, own
     page = owner_client.get("/evaluations/").content.decode()
     assert "staffer" not in page and "run by a staff account" in page
     assert staff_api.get("/api/v1/evaluations/").json()["results"][0]["requested_by"] == "staffer"
+
+
+def test_the_tools_evaluate_stops_calling_a_slow_honcho_at_its_time_limit_and_still_answers(owner_api, served_double):
+    served_double.latency = 0.3  # a put costs four calls: 1.2 s each
+
+    reply = owner_api.post("/api/v1/tool", {"action": "evaluate"}, format="json").json()
+
+    honcho = next(result for result in reply["results"] if result["name"] == "honcho")
+    operations = honcho["operations"]
+    stopped = [operation for operation in operations.values() if "time limit was reached" in operation["error"]]
+    assert stopped and not all(operation["ok"] for operation in operations.values())
+    assert reply["recommendation"].startswith("Best: local")
+    assert served_double.sessions("memoryhub") == [], "the probe data is removed all the same"

@@ -302,3 +302,9 @@ def test_the_evaluations_page_loads_nothing_from_another_host(owner_client):
     stored_run(minutes_ago=1, results=[{"name": "null", "score": 75, "grade": "B"}, {"name": "local"}])
     page = owner_client.get("/evaluations/").content.decode()
     assert 'src="http' not in page and 'href="http' not in page and "<script" not in page and "<image" not in page
+
+
+def test_a_pending_run_names_its_staff_account_to_staff_only(owner_client, staff_client, staff):
+    evaluation_request(backend_names=["null"], requested_by=staff)
+    assert "by a staff account:" in owner_client.get("/evaluations/").content.decode()
+    assert "by staffer:" in staff_client.get("/evaluations/").content.decode()

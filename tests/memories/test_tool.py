@@ -171,3 +171,17 @@ def test_delete_with_a_key_that_is_not_a_string_is_an_error_and_deletes_nothing(
 
     assert call(owner_api, action="delete", uid="alice", key=key) == {"ok": False, "error": "key must be a string"}
     assert call(owner_api, action="get", uid="alice", key="language")["value"] == "prefers Python"
+
+
+def test_the_actions_come_from_the_settings(owner_api, settings):
+    assert settings.MEMORYHUB_TOOL_ACTIONS["evaluate"] == "evaluation.tool.action_evaluate"
+    settings.MEMORYHUB_TOOL_ACTIONS = {
+        name: path for name, path in settings.MEMORYHUB_TOOL_ACTIONS.items() if name != "evaluate"
+    } | {"echo": "tests.memories.test_tool.echo_action"}
+    assert call(owner_api, action="evaluate") == {"ok": False, "error": "unknown: evaluate"}
+    assert call(owner_api, action="echo", uid="alice") == {"ok": True, "uid": "alice"}
+
+
+def echo_action(account, uid, args):
+    """An action a settings file could add: its uid, checked as every action's is."""
+    return {"ok": True, "uid": uid}
