@@ -30,6 +30,7 @@ from memories.services.entries import (
     user_forget,
 )
 from memories.services.imports import (
+    IMPORT_CLOCK_SKEW,
     IMPORT_MAX_VERSION,
     ImportCounts,
     ImportRecord,
@@ -40,6 +41,7 @@ from memories.services.imports import (
 __all__ = [
     "ABSENT_VERSION",
     "BATCH_MAX_OPERATIONS",
+    "IMPORT_CLOCK_SKEW",
     "IMPORT_MAX_VERSION",
     "BatchOp",
     "BatchOperation",

@@ -1,7 +1,7 @@
 """Imports: chunks of exported records upserted in bulk, with history and sync tasks."""
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -15,7 +15,11 @@ from memories.services.entries import sync_outbox_record
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 # The largest version a PositiveIntegerField holds on every database.
-IMPORT_MAX_VERSION = 2_147_483_647
+DATABASE_MAX_VERSION = 2_147_483_647
+# The largest version an import accepts: one below the database's, so the entry can still change.
+IMPORT_MAX_VERSION = DATABASE_MAX_VERSION - 1
+# How far in the future an imported created or updated may be: the clocks of two hubs differ a little.
+IMPORT_CLOCK_SKEW = timedelta(minutes=5)
 # Keys looked up per query when an import checks which entries exist.
 IMPORT_LOOKUP_SIZE = 500
 
@@ -41,10 +45,12 @@ class ImportCounts:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    # Records for a (uid, key) met earlier in the same chunk: applied after it, in order.
+    repeated: int = 0
     invalid: list[tuple[int, InvalidField]] = field(default_factory=list)
 
 
-def _check_import_record(record: ImportRecord) -> None:
+def _check_import_record(record: ImportRecord, *, now: datetime) -> None:
     check_uid(record.uid)
     check_key(record.key)
     check_value(record.value)
@@ -54,6 +60,12 @@ def _check_import_record(record: ImportRecord) -> None:
         moment = getattr(record, name)
         if moment is not None and (not isinstance(moment, datetime) or timezone.is_naive(moment)):
             raise InvalidField(name, "must be a date and time with a time zone (ISO 8601).")
+    for name in ("created", "updated"):
+        moment = getattr(record, name)
+        if moment is not None and moment > now + IMPORT_CLOCK_SKEW:
+            raise InvalidField(
+                name, f"must not be in the future (more than {IMPORT_CLOCK_SKEW.seconds // 60} minutes ahead)."
+            )
     if record.created and record.updated and record.created > record.updated:
         raise InvalidField("created", "must not be later than updated.")
     if record.version is not None and (
@@ -152,6 +164,97 @@ def _bulk_insert(table: str, columns: tuple[str, ...], rows: list[tuple]) -> Non
             )
 
 
+def _import_round(
+    *,
+    owner: User,
+    latest: dict[tuple[str, str], ImportRecord],
+    actor_id: int,
+    now: datetime,
+    counts: ImportCounts,
+    dry_run: bool,
+    overlay: dict[tuple[str, str], MemoryEntry],
+) -> None:
+    """Upsert records of distinct (uid, key) inside the caller's transaction; overlay stands for earlier dry rounds."""
+    existing = _existing_entries(owner=owner, identities=list(latest), lock=not dry_run)
+    existing.update({identity: overlay[identity] for identity in latest if identity in overlay})
+    latest_events = _latest_events(owner=owner, identities=[each for each in latest if each not in existing])
+    connection = transaction.get_connection()
+    as_db_time = connection.ops.adapt_datetimefield_value
+    meta_field = MemoryEntry._meta.get_field("meta")
+
+    def as_db_json(value: dict | None) -> object:
+        return None if value is None else meta_field.get_db_prep_save(value, connection)
+
+    db_now = as_db_time(now)
+    new_rows: list[tuple] = []
+    event_rows: list[tuple] = []
+    changed_entries: list[MemoryEntry] = []
+    created_entries: list[MemoryEntry] = []
+    text_changed: list[MemoryEntry] = []
+    for identity, record in latest.items():
+        entry = existing.get(identity)
+        if entry is None:
+            created = record.created or record.updated or now
+            updated = record.updated or max(created, now)
+            version = _new_entry_version(record, latest_events.get(identity))
+            meta = as_db_json(record.meta)
+            session_id = new_honcho_session_id()
+            new_rows.append(
+                (owner.pk, record.uid, record.key, record.value, record.kind, meta,
+                 as_db_time(created), as_db_time(updated), version, session_id,
+                 fold(record.key), fold(record.value))
+            )  # fmt: skip
+            # What the sync outbox reads of a created entry: its identity, version and session.
+            created_entries.append(
+                MemoryEntry(
+                    owner_id=owner.pk,
+                    uid=record.uid,
+                    key=record.key,
+                    value=record.value,
+                    kind=record.kind,
+                    meta=record.meta,
+                    version=version,
+                    honcho_session_id=session_id,
+                )
+            )
+            event_rows.append(
+                (owner.pk, record.uid, record.key, MemoryEvent.Action.CREATE.value, version, None, record.value,
+                 None, record.kind, None, meta, actor_id, db_now)
+            )  # fmt: skip
+        elif (entry.value, entry.kind, entry.meta) == (record.value, record.kind, record.meta):
+            counts.unchanged += 1
+        else:
+            event_rows.append(
+                (owner.pk, record.uid, record.key, MemoryEvent.Action.UPDATE.value,
+                 max(entry.version + 1, record.version or 1), entry.value, record.value, entry.kind, record.kind,
+                 as_db_json(entry.meta), as_db_json(record.meta), actor_id, db_now)
+            )  # fmt: skip
+            if entry.value != record.value:
+                text_changed.append(entry)
+            entry.value, entry.kind, entry.meta = record.value, record.kind, record.meta
+            entry.value_folded = fold(record.value)
+            entry.version = max(entry.version + 1, record.version or 1)
+            entry.updated = now
+            changed_entries.append(entry)
+    counts.created += len(new_rows)
+    counts.updated += len(changed_entries)
+    if dry_run:
+        # What a later round of the same chunk would find: the entries as this round left them.
+        for entry in created_entries:
+            overlay[(entry.uid, entry.key)] = entry
+        for entry in changed_entries:
+            overlay[(entry.uid, entry.key)] = entry
+        return
+    _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, new_rows)
+    if changed_entries:
+        MemoryEntry.objects.bulk_update(
+            changed_entries, ["value", "value_folded", "kind", "meta", "version", "updated"]
+        )
+    _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
+    sync_outbox_record(owner=owner, entries=created_entries + changed_entries)
+    embedding_mark_stale(created_entries + text_changed)
+
+
 def entries_import(
     *,
     owner: User,
@@ -171,90 +274,42 @@ def entries_import(
     - a record that differs updates the entry as a put would: created stays, updated is now, and
       the version becomes the larger of (current + 1) and the record's, so it never goes back and
       If-Match holders see the change.
-    Each create or update writes one history event (at = now, actor = actor or the owner). A later
-    record for the same uid and key in the chunk wins over an earlier one. dry_run counts and
-    writes nothing.
+    Each create or update writes one history event (at = now, actor = actor or the owner). Several
+    records for the same uid and key are applied in their order, each as a put (the later one
+    updates what the earlier made, and both land in the history), and counted in
+    ImportCounts.repeated. Refused: created or updated later than now + IMPORT_CLOCK_SKEW, and
+    versions above IMPORT_MAX_VERSION (which leaves room for one more change), so everything
+    imported can be exported and imported again. dry_run counts and writes nothing.
     """
     counts = ImportCounts()
-    latest: dict[tuple[str, str], ImportRecord] = {}
+    # Round n holds the n-th record of each (uid, key): rounds run in order, so a key written twice
+    # in a chunk is written twice, as two puts would be, and both changes land in the history.
+    rounds: list[dict[tuple[str, str], ImportRecord]] = []
+    seen: dict[tuple[str, str], int] = {}
     for index, record in enumerate(records):
         try:
-            _check_import_record(record)
+            _check_import_record(record, now=timezone.now())
         except InvalidField as error:
             counts.invalid.append((index, error))
             continue
-        latest.pop((record.uid, record.key), None)
-        latest[(record.uid, record.key)] = record
-    if not latest:
+        identity = (record.uid, record.key)
+        round_number = seen.get(identity, -1) + 1
+        seen[identity] = round_number
+        if round_number:
+            counts.repeated += 1
+        if round_number == len(rounds):
+            rounds.append({})
+        rounds[round_number][identity] = record
+    if not rounds:
         return counts
     now = timezone.now()
     actor_id = actor.pk if actor is not None else owner.pk
+    overlay: dict[tuple[str, str], MemoryEntry] = {}
     with transaction.atomic():
-        existing = _existing_entries(owner=owner, identities=list(latest), lock=not dry_run)
-        latest_events = _latest_events(owner=owner, identities=[each for each in latest if each not in existing])
-        connection = transaction.get_connection()
-        as_db_time = connection.ops.adapt_datetimefield_value
-        meta_field = MemoryEntry._meta.get_field("meta")
-
-        def as_db_json(value: dict | None) -> object:
-            return None if value is None else meta_field.get_db_prep_save(value, connection)
-
-        db_now = as_db_time(now)
-        new_rows: list[tuple] = []
-        event_rows: list[tuple] = []
-        changed_entries: list[MemoryEntry] = []
-        created_entries: list[MemoryEntry] = []
-        text_changed: list[MemoryEntry] = []
-        for identity, record in latest.items():
-            entry = existing.get(identity)
-            if entry is None:
-                created = record.created or record.updated or now
-                updated = record.updated or max(created, now)
-                version = _new_entry_version(record, latest_events.get(identity))
-                meta = as_db_json(record.meta)
-                session_id = new_honcho_session_id()
-                new_rows.append(
-                    (owner.pk, record.uid, record.key, record.value, record.kind, meta,
-                     as_db_time(created), as_db_time(updated), version, session_id,
-                     fold(record.key), fold(record.value))
-                )  # fmt: skip
-                # What the sync outbox reads of a created entry: its identity, version and session.
-                created_entries.append(
-                    MemoryEntry(
-                        owner_id=owner.pk, uid=record.uid, key=record.key, version=version, honcho_session_id=session_id
-                    )
-                )
-                event_rows.append(
-                    (owner.pk, record.uid, record.key, MemoryEvent.Action.CREATE.value, version, None, record.value,
-                     None, record.kind, None, meta, actor_id, db_now)
-                )  # fmt: skip
-            elif (entry.value, entry.kind, entry.meta) == (record.value, record.kind, record.meta):
-                counts.unchanged += 1
-            else:
-                event_rows.append(
-                    (owner.pk, record.uid, record.key, MemoryEvent.Action.UPDATE.value,
-                     max(entry.version + 1, record.version or 1), entry.value, record.value, entry.kind, record.kind,
-                     as_db_json(entry.meta), as_db_json(record.meta), actor_id, db_now)
-                )  # fmt: skip
-                if entry.value != record.value:
-                    text_changed.append(entry)
-                entry.value, entry.kind, entry.meta = record.value, record.kind, record.meta
-                entry.value_folded = fold(record.value)
-                entry.version = max(entry.version + 1, record.version or 1)
-                entry.updated = now
-                changed_entries.append(entry)
-        counts.created += len(new_rows)
-        counts.updated += len(changed_entries)
-        if dry_run:
-            return counts
-        _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, new_rows)
-        if changed_entries:
-            MemoryEntry.objects.bulk_update(
-                changed_entries, ["value", "value_folded", "kind", "meta", "version", "updated"]
+        for latest in rounds:
+            _import_round(
+                owner=owner, latest=latest, actor_id=actor_id, now=now, counts=counts, dry_run=dry_run, overlay=overlay
             )
-        _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
-        sync_outbox_record(owner=owner, entries=created_entries + changed_entries)
-        embedding_mark_stale(created_entries + text_changed)
     return counts
 
 

@@ -129,7 +129,7 @@ def test_invalid_lines_are_refused_by_line_and_field_and_the_rest_imported(owner
     assert "line 3: key: must be at most 255 characters" in out
     assert "line 4: updated:" in out
     assert "line 5: owner: no account named 'nobody'" in out
-    assert "line 6: version: must be a whole number from 1 to 2147483647" in out
+    assert "line 6: version: must be a whole number from 1 to 2147483646" in out
     assert [entry.key for entry in selectors.entry_list(owner=owner, uid="alice")] == ["ok"]
 
 

@@ -21,6 +21,8 @@ class ImportReport:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    # Lines for an (owner, uid, key) met earlier in the same chunk: applied after it, in order.
+    repeated: int = 0
     refused: int = 0
     # The first ERRORS_SHOWN refusals only, so a file of bad lines cannot fill memory.
     errors: list[tuple[int, str]] = field(default_factory=list)
@@ -34,7 +36,12 @@ class ImportReport:
         verb = "would be" if dry_run else "were"
         return (
             f"{self.lines} entries read: {self.created} {verb} created, {self.updated} {verb} updated, "
-            f"{self.unchanged} unchanged, {self.refused} refused."
+            f"{self.unchanged} unchanged, {self.refused} refused"
+            + (
+                f" ({self.repeated} repeated a key of an earlier line and {verb} applied after it, in order)."
+                if self.repeated
+                else "."
+            )
         )
 
 
@@ -193,5 +200,6 @@ class Command(BaseCommand):
             report.created += counts.created
             report.updated += counts.updated
             report.unchanged += counts.unchanged
+            report.repeated += counts.repeated
             for index, error in counts.invalid:
                 report.refuse(line_numbers[index], str(error))
