@@ -76,5 +76,4 @@ get_resolver().url_patterns  # noqa: B018 - the property imports the URLconf
 from memories.mcp.http import with_mcp  # noqa: E402
 from memoryhub.middleware import asgi_body_limit  # noqa: E402
 
-# Starlette types ASGI messages as MutableMapping, the body guard as dict: the same messages either way.
-application = asgi_body_limit(with_mcp(django_application))  # type: ignore[arg-type]
+application = asgi_body_limit(with_mcp(django_application))

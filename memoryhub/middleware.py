@@ -2,7 +2,8 @@
 
 import json
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
@@ -149,7 +150,8 @@ class SecurityHeadersMiddleware:
         return response
 
 
-ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
 def asgi_body_limit(app: ASGIApp) -> ASGIApp:
@@ -161,13 +163,13 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
     """
 
     async def limited(
-        scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable[[dict], Awaitable[None]]
+        scope: Message, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]
     ) -> None:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if scope["type"] != "http" or limit is None:
             await app(scope, receive, send)
             return
-        messages: list[dict] = []
+        messages: list[Message] = []
         size = 0
         while True:
             message = await receive()
@@ -186,7 +188,7 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
             if not message.get("more_body", False):
                 break
 
-        async def replay() -> dict:
+        async def replay() -> Message:
             return messages.pop(0) if messages else await receive()
 
         await app(scope, replay, send)

@@ -3,6 +3,7 @@
 import asyncio
 import io
 import logging
+from typing import Any
 from wsgiref.util import setup_testing_defaults
 
 import pytest
@@ -12,7 +13,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from memories import selectors, services
-from memoryhub.middleware import CSP_DASHBOARD, CSP_OWN_SCRIPTS, RequestSanityMiddleware, asgi_body_limit
+from memoryhub.middleware import CSP_DASHBOARD, CSP_OWN_SCRIPTS, Message, RequestSanityMiddleware, asgi_body_limit
 from memoryhub.wsgi import application as wsgi_application
 
 
@@ -111,7 +112,7 @@ def test_under_asgi_a_chunked_body_over_the_cap_is_refused_before_it_is_read_who
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
     reached: list[bytes] = []
 
-    async def application(scope: dict, receive, send) -> None:
+    async def application(scope: Message, receive: Any, send: Any) -> None:
         reached.append((await receive())["body"])
 
     sent = _asgi_call(asgi_body_limit(application), [b"123456", b"789012", b"never read"])
@@ -123,7 +124,7 @@ def test_under_asgi_a_chunked_body_within_the_cap_reaches_the_application_whole(
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     reached: list[bytes] = []
 
-    async def application(scope: dict, receive, send) -> None:
+    async def application(scope: Message, receive: Any, send: Any) -> None:
         while True:
             message = await receive()
             reached.append(message["body"])
