@@ -37,7 +37,11 @@ run: migrate
 	@$(PY) -m memoryhub.preflight $(HOST) $(PORT)
 	@$(WITH_KEY) $(PY) manage.py collectstatic --noinput -v0
 	@$(WITH_KEY) $(PY) manage.py first_run --url http://$(HOST):$(PORT)
-	@$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	@# the worker (sync, evaluation runs, ...) beside the server; Ctrl-C stops both
+	@$(WITH_KEY) $(PY) manage.py work --loop & worker=$$!; \
+		$(WITH_KEY) $(PY) manage.py runserver --noreload $(HOST):$(PORT) & server=$$!; \
+		trap 'kill -TERM $$worker $$server 2>/dev/null; wait' EXIT INT TERM; \
+		wait $$server
 
 # The dashboard's browser tests drive Debian's Chromium (never a browser that Playwright downloads).
 CHROMIUM := /usr/bin/chromium
