@@ -3,6 +3,7 @@
 import pytest
 
 from memories.backends.base import BackendEntry, MemoryBackend
+from memories.backends.local import LocalBackend
 
 
 def keys(entries: list[BackendEntry]) -> list[str]:
@@ -79,7 +80,9 @@ def test_a_deleted_key_can_be_stored_again(backend: MemoryBackend):
     backend.delete("alice", "editor")
     backend.put("alice", "editor", "helix")
     entry = backend.get("alice", "editor")
-    assert (entry.value, entry.version) == ("helix", 1)
+    assert entry.value == "helix"
+    # The hub's own store never hands out a version again (its history goes on); Honcho keeps none.
+    assert entry.version == (2 if isinstance(backend, LocalBackend) else 1)
 
 
 def test_one_account_never_sees_another_accounts_entries(backend_for, owner, stranger):
