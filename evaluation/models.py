@@ -73,6 +73,12 @@ class BackendResult(models.Model):
     errors = models.JSONField(default=dict, blank=True, help_text="The first error of each operation that failed.")
     score = models.PositiveSmallIntegerField()
     grade = models.CharField(max_length=1, choices=GRADE_CHOICES)
+    recall_at_5 = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Share of the recall probe's questions answered in find's first 5 (not scored); "
+        "null when the backend was unavailable or the probe failed.",
+    )
 
     class Meta:
         verbose_name = "backend result"

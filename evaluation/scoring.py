@@ -72,6 +72,9 @@ class BackendScore:
     score: int
     grade: str
     operations: dict[str, OperationResult] = field(default_factory=dict)
+    # Reported beside the rubric, never scored: the share of the recall probe's questions answered
+    # in find's first RECALL_AT results; None when the backend is unavailable or the probe failed.
+    recall_at_5: float | None = None
 
     @property
     def latency_ms(self) -> float | None:

@@ -10,9 +10,17 @@ log-in-less probe account, so it never meets real entries nor another run's prob
 removed when each backend is done, and the run's local history with it. Honcho is called with
 max_retries=0 and HONCHO_TIMEOUT, so an unreachable or refusing Honcho is graded F in about one
 timeout, never retried into minutes.
+
+Beside the rubric (never scored), each available backend's recall@5 is measured on the recall
+probe (`recall_probe`): the memories of RECALL_PROBE_PEOPLE from the labelled recall set, each
+person under a uid of the run's own (`recall_probe_uid`), and their answerable test questions, each
+asked with the backend's find(limit=RECALL_AT). A question counts as answered when one of its
+answer keys is among the results; a put or find that fails, or a probe cut short (the run's
+limits, or RECALL_PROBE_SECONDS), leaves the backend with no figure.
 """
 
 import dataclasses
+import functools
 import logging
 import secrets
 import threading
@@ -26,6 +34,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.models import BackendResult, EvaluationRun
+from evaluation.recall_set import RecallSet, Split, recall_set_load
 from evaluation.scoring import (
     OPERATIONS,
     BackendScore,
@@ -53,6 +62,13 @@ TOOL_EVALUATE_SECONDS = 4.0
 TOOL_HONCHO_TIMEOUT_SECONDS = 1.5
 # Options each backend is made with for an evaluation: the caller does no retrying, so neither does the SDK.
 EVALUATION_OPTIONS: dict[str, dict[str, Any]] = {"honcho": {"max_retries": 0}}
+
+# The recall probe: these people of the shipped recall set (26 memories each) and their answerable
+# test questions (8 each), so 52 puts, 16 finds and the clean-up: a few seconds against a Honcho.
+RECALL_PROBE_PEOPLE = ("ole.hansen", "mei")
+RECALL_AT = 5
+# No recall probe call starts after this long: a backend that slow gets no figure rather than a long run.
+RECALL_PROBE_SECONDS = 5.0
 
 Progress = Callable[[str], None]
 
@@ -122,6 +138,7 @@ def _result_json(
     reason: str,
     ops: int,
     operations: dict[str, dict[str, Any]],
+    recall_at_5: float | None,
 ) -> dict[str, Any]:
     medians = [operations[operation]["p50_ms"] for operation in OPERATIONS if operation in operations]
     return {
@@ -134,6 +151,7 @@ def _result_json(
         "ops": ops,
         "latency_ms": round(sum(medians) / len(medians), 3) if medians and None not in medians else None,
         "operations": operations,
+        "recall_at_5": round(recall_at_5, 4) if recall_at_5 is not None else None,
     }
 
 
@@ -144,7 +162,7 @@ def score_as_json(score: BackendScore, *, ops: int) -> dict[str, Any]:
     }
     return _result_json(
         name=score.name, available=score.available, cloud=score.cloud, score=score.score, grade=score.grade,
-        reason=score.reason, ops=ops, operations=operations,
+        reason=score.reason, ops=ops, operations=operations, recall_at_5=score.recall_at_5,
     )  # fmt: skip
 
 
@@ -163,7 +181,7 @@ def stored_result_as_json(result: BackendResult, *, ops: int) -> dict[str, Any]:
         }
     return _result_json(
         name=result.name, available=result.available, cloud=result.cloud, score=result.score, grade=result.grade,
-        reason=result.reason, ops=ops, operations=operations,
+        reason=result.reason, ops=ops, operations=operations, recall_at_5=result.recall_at_5,
     )  # fmt: skip
 
 
@@ -237,10 +255,75 @@ def new_probe_uid() -> str:
     return f"{PROBE_UID}{secrets.token_hex(4)}"
 
 
+@functools.cache
+def recall_probe() -> RecallSet:
+    """The recall probe: RECALL_PROBE_PEOPLE's memories and their answerable test questions."""
+    shipped = recall_set_load()
+    people = set(RECALL_PROBE_PEOPLE)
+    return RecallSet(
+        name=f"{shipped.name} (recall probe)",
+        memories=tuple(memory for memory in shipped.memories if memory.uid in people),
+        questions=tuple(
+            question
+            for question in shipped.questions
+            if question.uid in people and question.split == Split.TEST and question.answers
+        ),
+    )
+
+
+def recall_probe_uid(probe_uid: str, person: str) -> str:
+    """The uid one person of the recall probe is stored under in one run: the run's probe uid, marked."""
+    return f"{probe_uid}-recall-{RECALL_PROBE_PEOPLE.index(person)}"
+
+
+def recall_probe_uids(probe_uid: str) -> list[str]:
+    return [recall_probe_uid(probe_uid, person) for person in RECALL_PROBE_PEOPLE]
+
+
+def measure_recall(backend: MemoryBackend, *, probe_uid: str, limits: Limits = NO_LIMITS) -> float | None:
+    """recall@RECALL_AT of the backend's find on the recall probe, stored under probe_uid's recall uids
+    and removed afterwards. None when a put or find fails, when removing fails, or when the probe is
+    cut short: by the limits, or because it has run for RECALL_PROBE_SECONDS (a slow backend)."""
+    probe = recall_probe()
+    budget_ends = time.monotonic() + RECALL_PROBE_SECONDS
+
+    def cut_short() -> bool:
+        return bool(limits.reached()) or time.monotonic() >= budget_ends
+
+    stored: dict[str, list[str]] = {uid: [] for uid in recall_probe_uids(probe_uid)}
+    answered = 0
+    try:
+        for memory in probe.memories:
+            if cut_short():
+                return None
+            uid = recall_probe_uid(probe_uid, memory.uid)
+            stored[uid].append(memory.key)
+            backend.put(uid, memory.key, memory.value, kind=memory.kind)
+        for question in probe.questions:
+            if cut_short():
+                return None
+            found = backend.find(recall_probe_uid(probe_uid, question.uid), question.text, limit=RECALL_AT)
+            keys = {entry.key for entry in found[:RECALL_AT]}
+            answered += any(key in keys for key in probe.answer_keys(question))
+    except BackendError:
+        return None
+    finally:
+        cleanup_errors = [_remove_probe_entries(backend, uid, keys) for uid, keys in stored.items()]
+    if any(cleanup_errors):
+        return None
+    return answered / len(probe.questions)
+
+
 def measure_backend(
-    backend: MemoryBackend, *, ops: int, probe_uid: str | None = None, limits: Limits = NO_LIMITS
+    backend: MemoryBackend,
+    *,
+    ops: int,
+    probe_uid: str | None = None,
+    limits: Limits = NO_LIMITS,
+    recall: bool = True,
 ) -> BackendScore:
-    """Time ops puts, gets and finds on probe data under probe_uid, check what comes back, remove it, and grade.
+    """Time ops puts, gets and finds on probe data under probe_uid, check what comes back, remove it, and grade;
+    then, unless recall is False, measure recall@5 on the recall probe (reported beside the grade, not scored).
 
     The probe data is removed however the measuring ends (the limits cut it short, or it is interrupted).
     """
@@ -280,7 +363,10 @@ def measure_backend(
     reason = availability.reason
     if cleanup_error:
         reason += f"; probe data may remain: {cleanup_error}"
-    return score_backend(name=backend.name, cloud=backend.is_cloud, reason=reason, operations=operations)
+    score = score_backend(name=backend.name, cloud=backend.is_cloud, reason=reason, operations=operations)
+    if not recall:
+        return score
+    return dataclasses.replace(score, recall_at_5=measure_recall(backend, probe_uid=probe_uid, limits=limits))
 
 
 def _stored_result(run: EvaluationRun, position: int, score: BackendScore) -> BackendResult:
@@ -299,6 +385,7 @@ def _stored_result(run: EvaluationRun, position: int, score: BackendScore) -> Ba
         errors={operation: result.error for operation, result in score.operations.items() if result.error},
         score=score.score,
         grade=score.grade,
+        recall_at_5=score.recall_at_5,
         **fields,
     )
 
@@ -310,6 +397,7 @@ def _measure(
     progress: Progress | None = None,
     backend_options: dict[str, dict[str, Any]] | None = None,
     limits: Limits = NO_LIMITS,
+    recall: bool = True,
 ) -> list[BackendScore]:
     """Grade each named backend in turn on probe data (removed afterwards, however it ends)."""
     try:
@@ -326,15 +414,18 @@ def _measure(
             options = {**EVALUATION_OPTIONS.get(name, {}), **(backend_options or {}).get(name, {})}
             backend = make_backend(name, owner=probe, **options)
             try:
-                score = measure_backend(backend, ops=ops, probe_uid=probe_uid, limits=limits)
+                score = measure_backend(backend, ops=ops, probe_uid=probe_uid, limits=limits, recall=recall)
             finally:
                 backend.close()
             scores.append(score)
+            recall_text = "-" if score.recall_at_5 is None else f"{score.recall_at_5:.2f}"
             report_progress(
-                f"evaluated {name}: {score.grade}, {score.score} points, in {time.perf_counter() - began:.1f} s"
+                f"evaluated {name}: {score.grade}, {score.score} points, recall@5 {recall_text}, "
+                f"in {time.perf_counter() - began:.1f} s"
             )
     finally:
-        services.probe_data_clear(owner=probe, uid=probe_uid)
+        for uid in [probe_uid, *recall_probe_uids(probe_uid)]:
+            services.probe_data_clear(owner=probe, uid=uid)
     return scores
 
 
@@ -351,17 +442,19 @@ def evaluation_run(
     progress: Progress | None = None,
     backend_options: dict[str, dict[str, Any]] | None = None,
     limits: Limits = NO_LIMITS,
+    recall: bool = True,
 ) -> EvaluationReport:
     """Grade each named backend (default_backend_names() when none) now, in the caller's thread,
     store the run (done) unless save is False, and return the grades and the recommendation.
 
     progress receives a line as each backend starts and ends. backend_options adds constructor
-    options per backend name (tests give Honcho the double's http_client). Raises EvaluationError
+    options per backend name (tests give Honcho the double's http_client). recall False leaves out
+    the recall probe (each recall_at_5 None). Raises EvaluationError
     before anything runs when the request or the configuration is wrong.
     """
     names = _check_request(backend_names, ops)
     started = timezone.now()
-    scores = _measure(names, ops=ops, progress=progress, backend_options=backend_options, limits=limits)
+    scores = _measure(names, ops=ops, progress=progress, backend_options=backend_options, limits=limits, recall=recall)
     recommended = recommendation(scores)
     run = None
     if save:
@@ -438,7 +531,7 @@ def tool_evaluate(account: User) -> dict[str, Any]:
 
     It answers within its request: TOOL_EVALUATE_OPS operations of each kind, no call started
     after TOOL_EVALUATE_SECONDS (what was cut short counts as failed and says so), Honcho given
-    TOOL_HONCHO_TIMEOUT_SECONDS per call. Any account may ask, as agents always could; only a staff
+    TOOL_HONCHO_TIMEOUT_SECONDS per call, and no recall probe. Any account may ask, as agents always could; only a staff
     account's run is stored, as only staff may add runs through POST /api/v1/evaluations/.
     """
     honcho = HonchoConfig.from_settings()
@@ -452,6 +545,7 @@ def tool_evaluate(account: User) -> dict[str, Any]:
             save=account.is_staff,
             backend_options=options,
             limits=Limits(deadline=time.monotonic() + TOOL_EVALUATE_SECONDS),
+            recall=False,
         )
     except EvaluationError as error:
         return {"results": [], "recommendation": "None", "error": str(error)}

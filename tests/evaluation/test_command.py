@@ -1,6 +1,7 @@
 """`manage.py evaluate`: the table, the JSON, the exit codes, and Honcho graded through the real SDK."""
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -32,7 +33,9 @@ def test_it_prints_a_table_grading_local_a_and_recommending_it(db):
     assert header[:5] == ["backend", "available", "put", "get", "find"]
     table = rows(out)
     assert table["local"][1:5] == ["yes", "ok", "ok", "ok"]
-    assert table["local"][-1] == "A"
+    assert header[-3:] == ["score", "grade", "recall@5"]
+    assert table["local"][-2] == "A"
+    assert re.fullmatch(r"\d\.\d\d", table["local"][-1]), "local's recall@5 is shown beside its grade"
     assert table["null"][1:5] == ["yes", "ok", "FAIL", "FAIL"]
     assert "honcho" not in table
     assert "Recommendation: Best: local (" in out
@@ -49,6 +52,7 @@ def test_json_is_one_document_in_the_reference_shape_with_the_new_fields(db):
     assert {"name", "ok", "cloud", "score", "grade"} <= set(local)
     assert (local["ok"], local["cloud"], local["grade"], local["ops"]) == (True, False, "A", 2)
     assert set(local["operations"]) == {"put", "get", "find"}
+    assert isinstance(local["recall_at_5"], float) and document["results"][0]["recall_at_5"] == 0.0
     assert all(
         operation["ok"] and operation["p95_ms"] >= operation["p50_ms"] for operation in local["operations"].values()
     )
@@ -95,7 +99,7 @@ def test_honcho_refusing_the_key_is_graded_f_with_the_reason_after_one_call(db, 
     with double.running() as base_url:
         settings.HONCHO_URL, settings.HONCHO_API_KEY = base_url, "a-wrong-key"
         out, _ = evaluate("--backend", "honcho")
-    assert rows(out)["honcho"][1:] == ["no", "-", "-", "-", "-", "-", "-", "cloud", "0", "F"]
+    assert rows(out)["honcho"][1:] == ["no", "-", "-", "-", "-", "-", "-", "cloud", "0", "F", "-"]
     assert "refused the API key (401)" in out
     assert "Traceback" not in out
     assert len(double.calls) == 1
@@ -104,6 +108,6 @@ def test_honcho_refusing_the_key_is_graded_f_with_the_reason_after_one_call(db, 
 def test_honcho_unreachable_is_graded_f_with_the_reason(db, settings):
     settings.HONCHO_URL = closed_port_url()
     out, _ = evaluate("--backend", "honcho", "--backend", "local")
-    assert rows(out)["honcho"][-1] == "F"
+    assert rows(out)["honcho"][-2:] == ["F", "-"]
     assert f"honcho: unavailable: could not reach Honcho at {settings.HONCHO_URL}" in out
     assert "Recommendation: Best: local" in out

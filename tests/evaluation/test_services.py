@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from evaluation.services import EvaluationError, evaluation_run
+from evaluation.services import EvaluationError, evaluation_run, recall_probe
 from honcho_double import Fault, HonchoDouble
 from honcho_double.server import IN_PROCESS_BASE_URL
 from memories import services
@@ -48,7 +48,8 @@ def test_honcho_probe_sessions_are_deleted_afterwards(db, in_process_honcho: Hon
     report = evaluation_run(backend_names=["honcho"], ops=3, backend_options=honcho_on(in_process_honcho))
     assert report.scores[0].available is True
     assert in_process_honcho.sessions("memoryhub") == []
-    assert len(in_process_honcho.calls_to("DELETE", "")) == 3
+    # the rubric's 3 probe entries, then the recall probe's memories
+    assert len(in_process_honcho.calls_to("DELETE", "")) == 3 + len(recall_probe().memories)
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ HEADERS = (
     "privacy",
     "score",
     "grade",
+    "recall@5",
 )
 
 
@@ -28,7 +29,11 @@ def _row(score: BackendScore) -> tuple[str, ...]:
         checks.append("-" if result is None else "ok" if result.ok else "FAIL")
         latencies.append("-" if result is None else f"{result.p50_ms:.2f}/{result.p95_ms:.2f}")
     privacy = "cloud" if score.cloud else "local"
-    return (score.name, "yes" if score.available else "no", *checks, *latencies, privacy, str(score.score), score.grade)
+    recall = "-" if score.recall_at_5 is None else f"{score.recall_at_5:.2f}"
+    return (
+        score.name, "yes" if score.available else "no", *checks, *latencies, privacy, str(score.score), score.grade,
+        recall,
+    )  # fmt: skip
 
 
 def report_table(report: EvaluationReport) -> str:
@@ -49,7 +54,8 @@ def report_table(report: EvaluationReport) -> str:
 class Command(BaseCommand):
     help = (
         "Grade the memory backends (null, local, and Honcho when HONCHO_URL or HONCHO_API_KEY is set) "
-        "on availability, round trips, latency and privacy, store the run, and recommend one."
+        "on availability, round trips, latency and privacy, store the run, and recommend one; "
+        "each backend's recall@5 on the recall probe is shown beside the grade, not scored."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
