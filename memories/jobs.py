@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 
 from memories import selectors
 from memories.backends.honcho_config import HonchoConfig
-from memories.models import SyncTask
+from memories.models import EntryEmbedding, SyncTask
 from memories.work import JobKind, WorkReport
 
 if TYPE_CHECKING:
@@ -71,4 +71,49 @@ sync_job = JobKind(
     runner=SyncRunner,
     poll_seconds=lambda: settings.MEMORYHUB_SYNC_POLL_SECONDS,
     unavailable=_sync_unavailable,
+)
+
+
+# An idle embeddings lane looks again this often: a write is findable by meaning within about a second.
+EMBEDDING_POLL_SECONDS = 0.5
+
+
+class EmbeddingRunner:
+    """Embeds pending entries (memories.embeddings.jobs.EmbeddingJob) a pass at a time, in one lane."""
+
+    def __init__(self) -> None:
+        from memories.embeddings.jobs import EmbeddingJob
+
+        self.job = EmbeddingJob()
+
+    def run_due(self, stop: threading.Event) -> WorkReport:
+        report = self.job.run(stop)
+        if not report.embedded and not report.error:
+            return WorkReport()
+        summary = f"embedded {report.embedded} entries in {report.batches} batches"
+        if report.error:
+            summary += f"; the provider failed: {report.error} (those entries stay pending)"
+        return WorkReport(done=report.embedded, failed=1 if report.error else 0, summary=summary)
+
+    def close(self) -> None:
+        return None
+
+
+def _embeddings_unavailable() -> str:
+    return "" if settings.MEMORYHUB_EMBEDDINGS != "off" else "embeddings are off (MEMORYHUB_EMBEDDINGS=off)"
+
+
+def _embeddings_waiting() -> QuerySet:
+    """Entries whose text changed since their vector was made; none when embeddings are off."""
+    if settings.MEMORYHUB_EMBEDDINGS == "off":
+        return EntryEmbedding.objects.none()
+    return EntryEmbedding.objects.filter(pending=True)
+
+
+embedding_job = JobKind(
+    name="embeddings",
+    waiting=_embeddings_waiting,
+    runner=EmbeddingRunner,
+    poll_seconds=lambda: EMBEDDING_POLL_SECONDS,
+    unavailable=_embeddings_unavailable,
 )

@@ -256,6 +256,7 @@ MEMORYHUB_TOOL_ACTIONS = {
 # same registry shape as the panels: memories never imports the apps that add kinds). Append new kinds below.
 MEMORYHUB_JOB_KINDS = [
     "memories.jobs.sync_job",
+    "memories.jobs.embedding_job",
     "evaluation.jobs.evaluation_job",
 ]
 

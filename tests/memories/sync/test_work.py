@@ -17,8 +17,10 @@ from django.utils import timezone
 from evaluation.models import EvaluationRun
 from evaluation.services import evaluation_request
 from honcho_double import HonchoDouble
-from memories import services
+from memories import selectors, services
+from memories.embeddings import get_provider
 from memories.models import SyncTask, WorkerHeartbeat
+from memories.search.vectors import semantic_ranked
 from memories.work import WORKER_SEEN_WITHIN, Worker, job_kinds, run_until_signalled, work_status
 from tests.support.sync import waiting
 
@@ -49,13 +51,14 @@ def test_once_drains_the_outbox_and_runs_pending_evaluations_then_exits(owner, s
 
     lines = out.splitlines()
     assert lines[0] == "sync: pushed 2, failed 0 (0 to retry, 0 parked); outbox now: 0 pending, 0 failed"
-    assert lines[1] == f"evaluation: run {run.pk} done"
-    assert lines[-1] == "work: sync 2 done, 0 failed; evaluation 1 done, 0 failed"
+    assert lines[1] == "embeddings: embedded 2 entries in 1 batches"
+    assert lines[2] == f"evaluation: run {run.pk} done"
+    assert lines[-1] == "work: sync 2 done, 0 failed; embeddings 2 done, 0 failed; evaluation 1 done, 0 failed"
     assert len(served_double.sessions("memoryhub-tests")) == 2
     run.refresh_from_db()
     assert run.status == EvaluationRun.Status.DONE and run.results.count() == 1
     status = work_status()
-    assert status.worker_seen and status.waiting == {"sync": 0, "evaluation": 0}
+    assert status.worker_seen and status.waiting == {"sync": 0, "embeddings": 0, "evaluation": 0}
 
 
 def test_without_honcho_the_worker_says_so_and_does_the_rest(db, settings):
@@ -63,18 +66,22 @@ def test_without_honcho_the_worker_says_so_and_does_the_rest(db, settings):
     evaluation_request(backend_names=["null"], ops=1)
     out, err = work("--once")
     assert err == "work: no sync: Honcho is not configured (HONCHO_URL or HONCHO_API_KEY)\n"
-    assert out.splitlines()[-1] == "work: evaluation 1 done, 0 failed"
+    assert out.splitlines()[-1] == "work: embeddings 0 done, 0 failed; evaluation 1 done, 0 failed"
     with pytest.raises(CommandError, match="no kind of work can run here"):
         work("--once", "--kind", "sync")
 
 
 def test_an_unknown_kind_is_refused_naming_the_kinds(db):
-    with pytest.raises(CommandError, match="unknown kind of work 'embed': choose from sync, evaluation"):
+    with pytest.raises(CommandError, match="unknown kind of work 'embed': choose from sync, embeddings, evaluation"):
         work("--once", "--kind", "embed")
 
 
 def test_the_kinds_come_from_the_settings(settings):
-    assert settings.MEMORYHUB_JOB_KINDS[:2] == ["memories.jobs.sync_job", "evaluation.jobs.evaluation_job"]
+    assert settings.MEMORYHUB_JOB_KINDS == [
+        "memories.jobs.sync_job",
+        "memories.jobs.embedding_job",
+        "evaluation.jobs.evaluation_job",
+    ]
     settings.MEMORYHUB_JOB_KINDS = ["evaluation.jobs.evaluation_job"]
     assert [kind.name for kind in job_kinds()] == ["evaluation"]
 
@@ -88,7 +95,11 @@ def test_the_status_counts_waiting_work_and_a_worker_seen_within_the_minute_in_o
     evaluation_request(backend_names=["null"], ops=1)
     with django_assert_num_queries(1):
         status = work_status()
-    assert (status.worker_seen, status.last_seen, status.waiting) == (False, None, {"sync": 1, "evaluation": 2})
+    assert (status.worker_seen, status.last_seen, status.waiting) == (
+        False,
+        None,
+        {"sync": 1, "embeddings": 1, "evaluation": 2},
+    )
 
     Worker(job_kinds(), name="elsewhere:1").beat()
     assert work_status().worker_seen
@@ -137,3 +148,27 @@ def test_sigterm_stops_the_loop_between_jobs(settings):
     assert signal.getsignal(signal.SIGTERM) is previous
     assert not WorkerHeartbeat.objects.exists()
     connection.close()
+
+
+def test_the_worker_embeds_what_was_written_so_it_is_found_by_meaning(owner, settings):
+    settings.MEMORYHUB_EMBEDDINGS = "local"
+    services.entry_put(owner=owner, uid="alice", key="allergy", value="is allergic to peanuts")
+    services.entry_put(owner=owner, uid="alice", key="editor", value="writes code in Neovim")
+    assert work_status().waiting["embeddings"] == 2
+
+    out, _ = work("--once", "--kind", "embeddings")
+
+    assert out.splitlines()[0] == "embeddings: embedded 2 entries in 1 batches"
+    assert work_status().waiting["embeddings"] == 0
+    provider = get_provider()
+    (nearest, _), *_ = semantic_ranked(
+        owner=owner, uid="alice", model=provider.name, query_vector=provider.embed(["food she cannot eat"])[0], limit=2
+    )
+    assert nearest == selectors.entry_get(owner=owner, uid="alice", key="allergy").pk
+
+
+def test_with_embeddings_off_the_embeddings_lane_says_so(db, settings):
+    settings.MEMORYHUB_EMBEDDINGS = "off"
+
+    with pytest.raises(CommandError, match="no kind of work can run here"):
+        work("--once", "--kind", "embeddings")
