@@ -13,7 +13,7 @@ from django.utils.html import format_html, format_html_join
 
 from memories import outbox, selectors, services
 from memories.accounts import request_account
-from memories.models import MemoryEntry, MemoryEvent, SyncTask
+from memories.models import AccountPolicy, MemoryEntry, MemoryEvent, SyncTask
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 
@@ -233,3 +233,30 @@ class SyncTaskAdmin(admin.ModelAdmin):
     def retry_failed(self, request: HttpRequest, queryset: QuerySet[SyncTask]) -> None:
         queued = outbox.tasks_retry_failed(task_ids=queryset.values_list("id", flat=True), now=timezone.now())
         self.message_user(request, f"{queued} failed task(s) queued again.", messages.SUCCESS)
+
+
+@admin.register(AccountPolicy)
+class AccountPolicyAdmin(admin.ModelAdmin):
+    """Each account's policy; an account without one here follows the defaults. Saved through the services."""
+
+    list_display = ["account", "default_privacy", "guard_mode", "context_includes_flagged", "updated"]
+    list_filter = ["default_privacy", "guard_mode", "context_includes_flagged"]
+    search_fields = ["account__username"]
+    list_select_related = ["account"]
+    ordering = ["account__username"]
+    fields = ["account", "default_privacy", "guard_mode", "context_includes_flagged", "updated"]
+    readonly_fields = ["updated"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: AccountPolicy | None = None) -> list[str]:
+        # A policy belongs to its account for good: another account gets its own.
+        return ["account", *self.readonly_fields] if obj is not None else list(self.readonly_fields)
+
+    def save_model(self, request: HttpRequest, obj: AccountPolicy, form: forms.ModelForm, change: bool) -> None:
+        policy = services.account_policy_set(
+            account=obj.account,
+            default_privacy=obj.default_privacy,
+            guard_mode=obj.guard_mode,
+            context_includes_flagged=obj.context_includes_flagged,
+        )
+        obj.pk = policy.pk
+        obj.updated = policy.updated

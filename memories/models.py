@@ -63,6 +63,64 @@ class FoldedCopyField(models.TextField):
         return folded
 
 
+class Privacy(models.TextChoices):
+    """Where an entry may go: `local` never leaves the machine (no sync, no remote embeddings)."""
+
+    LOCAL = "local", "local"
+    SHARED = "shared", "shared"
+
+
+class GuardMode(models.TextChoices):
+    """What the write guard does with a value that looks like an injection: store it, mark it, or hold it."""
+
+    ALLOW = "allow", "allow"
+    FLAG = "flag", "flag"
+    HOLD = "hold", "hold"
+
+
+class AccountPolicy(models.Model):
+    """An operator's rules for one account's memories, made on the first change (until then the defaults hold).
+
+    Read it through memories.selectors.account_policy (which answers the defaults for an account that
+    has none, without writing) and change it through memories.services.account_policy_set.
+    """
+
+    account = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="memory_policy"
+    )
+    default_privacy = models.CharField(
+        max_length=8,
+        choices=Privacy.choices,
+        default=Privacy.SHARED,
+        help_text="The privacy class of a write that names none.",
+    )
+    guard_mode = models.CharField(
+        max_length=8,
+        choices=GuardMode.choices,
+        default=GuardMode.FLAG,
+        help_text="allow: store as written; flag: store and mark; hold: keep for staff to approve or reject.",
+    )
+    context_includes_flagged = models.BooleanField(
+        default=False, help_text="Whether flagged entries appear in the context block."
+    )
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "account policy"
+        verbose_name_plural = "account policies"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(default_privacy__in=["local", "shared"]), name="account_policy_privacy_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(guard_mode__in=["allow", "flag", "hold"]), name="account_policy_guard_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"policy of {self.account}"
+
+
 class MemoryEntry(models.Model):
     """One memory an account holds about one of its users (uid)."""
 

@@ -17,11 +17,17 @@ from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from memories import context, search
-from memories.models import MemoryEntry, MemoryEvent, SyncTask
+from memories.models import AccountPolicy, MemoryEntry, MemoryEvent, SyncTask
 
 MATCH_RANKED = "ranked"
 MATCH_SUBSTRING = "substring"
 MATCH_MODES = (MATCH_RANKED, MATCH_SUBSTRING)
+
+
+def account_policy(*, account: User) -> AccountPolicy:
+    """The account's policy, or the defaults (an unsaved AccountPolicy) when none was ever set: one query, no write."""
+    policy = AccountPolicy.objects.filter(account=account).first()
+    return policy if policy is not None else AccountPolicy(account=account)
 
 
 def entry_get(*, owner: User, uid: str, key: str) -> MemoryEntry | None:

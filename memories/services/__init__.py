@@ -3,8 +3,8 @@
 Every change to a MemoryEntry goes through a function here, in one transaction that also writes
 the entry's history (MemoryEvent) and, when sync is on, its sync task (`sync_outbox_record`).
 Views, the API, the admin, the tool endpoint and commands call these functions and nothing else
-to write. The functions live in one module per job (single entries, batches, imports); import them
-from here.
+to write. The functions live in one module per job (single entries, batches, imports, account
+policies); import them from here.
 """
 
 from memories.services.batch import (
@@ -37,6 +37,7 @@ from memories.services.imports import (
     entries_import,
     search_statistics_refresh,
 )
+from memories.services.policies import InvalidPolicy, account_policy_set
 
 __all__ = [
     "ABSENT_VERSION",
@@ -51,8 +52,10 @@ __all__ = [
     "EntryNotFound",
     "ImportCounts",
     "ImportRecord",
+    "InvalidPolicy",
     "PutResult",
     "VersionConflict",
+    "account_policy_set",
     "entries_batch",
     "entries_import",
     "entry_delete",
