@@ -36,6 +36,25 @@ def account_create(*, username: str, staff: bool = False, password: str | None =
     return account, token.key
 
 
+def account_create_locked(*, username: str) -> User:
+    """Create an account that cannot sign in: no usable password and no API token.
+
+    For the accounts a restored backup names (owners and actors of its history) that this hub
+    does not have. The account holds its data; an operator opens it with
+    `manage.py changepassword NAME` or gives it a token with `manage.py create_account NAME --rotate`.
+    Raises AccountExists, or ValidationError for a name Django refuses.
+    """
+    user_model = get_user_model()
+    with transaction.atomic():
+        if user_model.objects.filter(username=username).exists():
+            raise AccountExists(username)
+        account = user_model(username=username)
+        account.set_unusable_password()
+        account.full_clean(exclude=["password"])
+        account.save()
+    return account
+
+
 def request_account(request: HttpRequest | Request) -> User:
     """The account signed in on a request that its view's permission check let through.
 

@@ -7,13 +7,24 @@ Then N lines, one entry each:
      "created": "2026-11-29T22:57:57.123456+00:00", "updated": "...", "version": 3}
 sha256 is the hex digest of every byte after the header line, so a truncated or edited file is
 refused before anything is imported. Timestamps are ISO 8601 with microseconds and a time zone.
+
+Format version 2 is the full backup (export_memories --with-history): the same header with
+"format_version": 2, "count" counting every line after it, and "entries" and "events" counting
+each kind. Every line names its kind in "line": first the entries, as in version 1 plus
+"line": "entry", then the history, one event per line, oldest first:
+    {"line": "event", "owner": "alice", "uid": "...", "key": "...", "action": "update", "version": 3,
+     "value_before": "...", "value_after": "...", "kind_before": "...", "kind_after": "...",
+     "meta_before": {...}, "meta_after": {...}, "actor": "alice", "at": "2026-11-29T22:57:57.123456+00:00"}
+The *_before fields are null for a create, the *_after ones for a delete; actor is null when the
+account that made the change was deleted. A hub that reads only version 1 refuses a version 2 file
+whole, rather than taking its history lines for entries.
 """
 
 import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,11 +33,15 @@ from typing import IO, Any
 from django.utils import timezone
 
 from memories.models import DEFAULT_KIND
-from memories.services import ImportRecord
+from memories.services import ImportRecord, RestoreEntry, RestoreEvent
 from memories.validation import InvalidField
 
 FORMAT_NAME = "memoryhub.memories"
 FORMAT_VERSION = 1
+HISTORY_FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (FORMAT_VERSION, HISTORY_FORMAT_VERSION)
+ENTRY_LINE = "entry"
+EVENT_LINE = "event"
 COPY_BUFFER_BYTES = 1024 * 1024
 
 
@@ -39,12 +54,21 @@ class ExportHeader:
     format_version: int
     count: int
     sha256: str
+    entries: int | None = None
+    events: int | None = None
+
+    @property
+    def with_history(self) -> bool:
+        return self.format_version == HISTORY_FORMAT_VERSION
 
 
-def entry_line(row: tuple) -> bytes:
-    """One export line for a row of selectors.EXPORT_FIELDS."""
+def _json_line(content: dict[str, Any]) -> bytes:
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _entry_fields(row: tuple) -> dict[str, Any]:
     owner, uid, key, value, kind, meta, created, updated, version = row
-    entry = {
+    return {
         "owner": owner,
         "uid": uid,
         "key": key,
@@ -55,35 +79,96 @@ def entry_line(row: tuple) -> bytes:
         "updated": updated.isoformat(),
         "version": version,
     }
-    return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def write_export(rows: Iterable[tuple], destination: IO[bytes]) -> ExportHeader:
-    """Write the header and one line per row to destination, in bounded memory.
+def entry_line(row: tuple) -> bytes:
+    """One export line for a row of selectors.EXPORT_FIELDS."""
+    return _json_line(_entry_fields(row))
+
+
+def backup_entry_line(row: tuple) -> bytes:
+    """One entry line of a backup with history, for a row of selectors.EXPORT_FIELDS."""
+    return _json_line({"line": ENTRY_LINE, **_entry_fields(row)})
+
+
+def backup_event_line(row: tuple) -> bytes:
+    """One history line of a backup, for a row of selectors.EVENT_EXPORT_FIELDS."""
+    (owner, uid, key, action, version, value_before, value_after, kind_before, kind_after, meta_before,
+     meta_after, actor, at) = row  # fmt: skip
+    return _json_line(
+        {
+            "line": EVENT_LINE,
+            "owner": owner,
+            "uid": uid,
+            "key": key,
+            "action": action,
+            "version": version,
+            "value_before": value_before,
+            "value_after": value_after,
+            "kind_before": kind_before,
+            "kind_after": kind_after,
+            "meta_before": meta_before,
+            "meta_after": meta_after,
+            "actor": actor,
+            "at": at.isoformat(),
+        }
+    )
+
+
+def _write(
+    lines: Iterable[bytes], destination: IO[bytes], header_fields: Callable[[], dict[str, Any]]
+) -> tuple[int, str]:
+    """Write the header and the lines to destination, in bounded memory; returns their count and checksum.
 
     The lines go to a temporary file first, because the header that precedes them holds their
-    count and checksum.
+    count and checksum; header_fields is called once every line is written.
     """
     digest = hashlib.sha256()
     count = 0
     with tempfile.TemporaryFile() as body:
-        for row in rows:
-            line = entry_line(row)
+        for line in lines:
             digest.update(line)
             body.write(line)
             count += 1
-        header = ExportHeader(format_version=FORMAT_VERSION, count=count, sha256=digest.hexdigest())
         header_line = {
             "format": FORMAT_NAME,
-            "format_version": header.format_version,
-            "count": header.count,
-            "sha256": header.sha256,
+            **header_fields(),
+            "count": count,
+            "sha256": digest.hexdigest(),
             "exported_at": timezone.now().isoformat(),
         }
         destination.write(json.dumps(header_line, separators=(",", ":")).encode("utf-8") + b"\n")
         body.seek(0)
         shutil.copyfileobj(body, destination, COPY_BUFFER_BYTES)
-    return header
+    return count, digest.hexdigest()
+
+
+def write_export(rows: Iterable[tuple], destination: IO[bytes]) -> ExportHeader:
+    """Write the header and one entry line per row to destination (format version 1)."""
+    count, checksum = _write((entry_line(row) for row in rows), destination, lambda: {"format_version": FORMAT_VERSION})
+    return ExportHeader(format_version=FORMAT_VERSION, count=count, sha256=checksum)
+
+
+def write_backup(entry_rows: Iterable[tuple], event_rows: Iterable[tuple], destination: IO[bytes]) -> ExportHeader:
+    """Write a backup with history (format version 2): the entries, then every history event, oldest first."""
+    counted = {"entries": 0, "events": 0}
+
+    def lines() -> Iterator[bytes]:
+        for row in entry_rows:
+            counted["entries"] += 1
+            yield backup_entry_line(row)
+        for row in event_rows:
+            counted["events"] += 1
+            yield backup_event_line(row)
+
+    count, checksum = _write(lines(), destination, lambda: {"format_version": HISTORY_FORMAT_VERSION, **counted})
+    return ExportHeader(
+        format_version=HISTORY_FORMAT_VERSION,
+        count=count,
+        sha256=checksum,
+        entries=counted["entries"],
+        events=counted["events"],
+    )
 
 
 def read_header(source: IO[bytes]) -> ExportHeader:
@@ -95,14 +180,23 @@ def read_header(source: IO[bytes]) -> ExportHeader:
         raise ExportFileError("the first line is not a JSON header") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise ExportFileError(f"the header does not name the format {FORMAT_NAME!r}")
-    if header.get("format_version") != FORMAT_VERSION:
+    format_version = header.get("format_version")
+    if format_version not in READABLE_FORMAT_VERSIONS or isinstance(format_version, bool):
         raise ExportFileError(
-            f"format_version {header.get('format_version')!r} is not {FORMAT_VERSION}, the one this hub reads"
+            f"format_version {format_version!r} is not one this hub reads "
+            f"({FORMAT_VERSION}, or {HISTORY_FORMAT_VERSION} with history)"
         )
     count, checksum = header.get("count"), header.get("sha256")
     if not isinstance(count, int) or count < 0 or not isinstance(checksum, str):
         raise ExportFileError("the header needs a count (a whole number) and a sha256 (hex text)")
-    return ExportHeader(format_version=FORMAT_VERSION, count=count, sha256=checksum)
+    entries, events = header.get("entries"), header.get("events")
+    return ExportHeader(
+        format_version=format_version,
+        count=count,
+        sha256=checksum,
+        entries=entries if isinstance(entries, int) else None,
+        events=events if isinstance(events, int) else None,
+    )
 
 
 def verify(path: Path) -> ExportHeader:
@@ -115,7 +209,8 @@ def verify(path: Path) -> ExportHeader:
             digest.update(line)
             count += 1
     if count != header.count:
-        raise ExportFileError(f"the header says {header.count} entries; the file holds {count}")
+        kind = "lines" if header.with_history else "entries"
+        raise ExportFileError(f"the header says {header.count} {kind}; the file holds {count}")
     if digest.hexdigest() != header.sha256:
         raise ExportFileError("the entries do not match the header's sha256: the file was changed or cut short")
     return header
@@ -144,6 +239,10 @@ def parse_line(line: bytes) -> tuple[str | None, ImportRecord]:
         raise InvalidField("line", "is not a JSON object.") from None
     if not isinstance(entry, dict):
         raise InvalidField("line", "is not a JSON object.")
+    return _entry_record(entry)
+
+
+def _entry_record(entry: dict[str, Any]) -> tuple[str | None, ImportRecord]:
     for required in ("uid", "key", "value"):
         if required not in entry:
             raise InvalidField(required, "is required.")
@@ -161,6 +260,52 @@ def parse_line(line: bytes) -> tuple[str | None, ImportRecord]:
         version=entry.get("version"),
     )
     return owner, record
+
+
+def _required_timestamp(content: dict[str, Any], name: str) -> datetime:
+    moment = _timestamp(content, name)
+    if moment is None:
+        raise InvalidField(name, "is required.")
+    return moment
+
+
+def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent:
+    """The record on one line of a backup with history (an entry or an event); raises InvalidField.
+
+    Field values are checked by services.history_restore; this only maps JSON to a record.
+    """
+    try:
+        content = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InvalidField("line", "is not a JSON object.") from None
+    if not isinstance(content, dict):
+        raise InvalidField("line", "is not a JSON object.")
+    kind = content.get("line")
+    if kind not in (ENTRY_LINE, EVENT_LINE):
+        raise InvalidField("line", f"must be {ENTRY_LINE!r} or {EVENT_LINE!r}.")
+    if not isinstance(content.get("owner"), str):
+        raise InvalidField("owner", "is required: a username.")
+    if kind == ENTRY_LINE:
+        _, record = _entry_record(content)
+        return RestoreEntry(owner=content["owner"], record=record)
+    for required in ("uid", "key", "action", "version", "at"):
+        if required not in content:
+            raise InvalidField(required, "is required.")
+    return RestoreEvent(
+        owner=content["owner"],
+        uid=content["uid"],
+        key=content["key"],
+        action=content["action"],
+        version=content["version"],
+        value_before=content.get("value_before"),
+        value_after=content.get("value_after"),
+        kind_before=content.get("kind_before"),
+        kind_after=content.get("kind_after"),
+        meta_before=content.get("meta_before"),
+        meta_after=content.get("meta_after"),
+        actor=content.get("actor"),
+        at=_required_timestamp(content, "at"),
+    )
 
 
 def entry_lines(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -6,13 +6,14 @@ take no owner, say so in their name, and serve staff only.
 """
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
@@ -319,3 +320,47 @@ def entry_export_rows(*, owner: User | None = None, chunk_size: int = 2000) -> I
     """
     entries = MemoryEntry.objects.all() if owner is None else MemoryEntry.objects.filter(owner=owner)
     return entries.order_by("owner_id", "uid", "key").values_list(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)
+
+
+@contextmanager
+def export_snapshot() -> Iterator[None]:
+    """Run the reads inside one snapshot of the database, so a backup's entries and history agree.
+
+    PostgreSQL: a REPEATABLE READ, READ ONLY transaction. SQLite: a deferred transaction, which in WAL
+    mode reads one snapshot and takes no write lock, so writers carry on meanwhile. Inside a
+    transaction already open (a test's), the reads run in that one.
+    """
+    if connection.in_atomic_block:
+        yield
+        return
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+        return
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("BEGIN DEFERRED")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("COMMIT")
+
+
+EVENT_EXPORT_FIELDS = (
+    "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
+    "meta_before", "meta_after", "actor__username", "at",
+)  # fmt: skip
+
+
+def event_export_rows(*, owner: User | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
+    """Every history event as a tuple of EVENT_EXPORT_FIELDS, streamed oldest first (in the order written).
+
+    For operators' backups with history (manage.py export_memories --with-history): owner=None reads
+    every account's history, which no API route may do. The actor is a username, None when that
+    account was deleted.
+    """
+    events = MemoryEvent.objects.all() if owner is None else MemoryEvent.objects.filter(owner=owner)
+    return events.order_by("id").values_list(*EVENT_EXPORT_FIELDS).iterator(chunk_size=chunk_size)

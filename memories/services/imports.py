@@ -1,13 +1,18 @@
-"""Imports: chunks of exported records upserted in bulk, with history and sync tasks."""
+"""Imports: chunks of exported records upserted in bulk, with history and sync tasks; and the
+restore of a full backup (entries and their history, exactly as they were)."""
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from memories.accounts import account_create_locked
 from memories.embeddings.store import embedding_mark_stale
 from memories.folding import fold
 from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent, new_honcho_session_id
@@ -311,6 +316,297 @@ def entries_import(
                 owner=owner, latest=latest, actor_id=actor_id, now=now, counts=counts, dry_run=dry_run, overlay=overlay
             )
     return counts
+
+
+# Lines of a backup restored per round of checks and inserts (all rounds are one transaction).
+RESTORE_CHUNK_SIZE = 5000
+# Refused lines kept with their errors; the others are only counted, so a file of bad lines cannot fill memory.
+RESTORE_ERRORS_KEPT = 20
+
+
+@dataclass(frozen=True)
+class RestoreEntry:
+    """An entry line of a backup with history: restored at its own version, created and updated."""
+
+    owner: str
+    record: ImportRecord
+
+
+@dataclass(frozen=True)
+class RestoreEvent:
+    """A history line of a backup: one MemoryEvent, restored with its own time, actor and version.
+
+    actor is the username of the account that made the change, None when that account was deleted.
+    """
+
+    owner: str
+    uid: str
+    key: str
+    action: str
+    version: int
+    value_before: str | None
+    value_after: str | None
+    kind_before: str | None
+    kind_after: str | None
+    meta_before: dict | None
+    meta_after: dict | None
+    actor: str | None
+    at: datetime
+
+
+# One numbered line of a backup as the reader made it: a record, or the error that the line is not one.
+RestoreLine = tuple[int, RestoreEntry | RestoreEvent | InvalidField]
+
+
+@dataclass
+class RestoreCounts:
+    """What a restore did (or would do). Nothing is restored when refused is not 0."""
+
+    lines: int = 0
+    entries: int = 0
+    events: int = 0
+    accounts_created: list[str] = field(default_factory=list)
+    refused: int = 0
+    # The first RESTORE_ERRORS_KEPT refusals: (line number, error).
+    errors: list[tuple[int, InvalidField]] = field(default_factory=list)
+
+    def refuse(self, line_number: int, error: InvalidField) -> None:
+        self.refused += 1
+        if len(self.errors) < RESTORE_ERRORS_KEPT:
+            self.errors.append((line_number, error))
+
+
+def _check_restore_entry(entry: RestoreEntry, *, now: datetime) -> None:
+    _check_import_record(entry.record, now=now)
+    for name in ("created", "updated", "version"):
+        if getattr(entry.record, name) is None:
+            raise InvalidField(name, "is required in a backup with history (the entry is restored exactly).")
+
+
+def _check_side(event: RestoreEvent, side: str, *, present: bool) -> None:
+    """Check value_<side>, kind_<side> and meta_<side>: all three set when present, else all None."""
+    fields = {name: getattr(event, f"{name}_{side}") for name in ("value", "kind", "meta")}
+    if not present:
+        for name, content in fields.items():
+            if content is not None:
+                raise InvalidField(f"{name}_{side}", f"must be null for a {event.action} event.")
+        return
+    for name, check in (("value", check_value), ("kind", check_kind), ("meta", check_meta)):
+        if fields[name] is None:
+            raise InvalidField(f"{name}_{side}", f"is required for a {event.action} event.")
+        try:
+            check(fields[name])
+        except InvalidField as error:
+            raise InvalidField(f"{name}_{side}", error.message) from None
+
+
+def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
+    check_uid(event.uid)
+    check_key(event.key)
+    if event.action not in MemoryEvent.Action.values:
+        raise InvalidField("action", f"must be one of {', '.join(MemoryEvent.Action.values)}.")
+    if (
+        isinstance(event.version, bool)
+        or not isinstance(event.version, int)
+        or not 1 <= event.version <= DATABASE_MAX_VERSION
+    ):
+        raise InvalidField("version", f"must be a whole number from 1 to {DATABASE_MAX_VERSION}.")
+    _check_side(event, "before", present=event.action != MemoryEvent.Action.CREATE)
+    _check_side(event, "after", present=event.action != MemoryEvent.Action.DELETE)
+    if event.actor is not None and not isinstance(event.actor, str):
+        raise InvalidField("actor", "must be a username or null.")
+    if not isinstance(event.at, datetime) or timezone.is_naive(event.at):
+        raise InvalidField("at", "must be a date and time with a time zone (ISO 8601).")
+    if event.at > now + IMPORT_CLOCK_SKEW:
+        raise InvalidField(
+            "at", f"must not be in the future (more than {IMPORT_CLOCK_SKEW.seconds // 60} minutes ahead)."
+        )
+
+
+class _Restore:
+    """The state of one restore across its rounds: accounts found or made, and the users it has claimed."""
+
+    def __init__(self, *, create_accounts: bool) -> None:
+        self.create_accounts = create_accounts
+        self.counts = RestoreCounts()
+        self.accounts: dict[str, User | None] = {}
+        # (owner id, uid) found empty on this hub, which this restore now fills.
+        self.claimed: set[tuple[int, str]] = set()
+        # (owner id, uid) that hold entries or history already: reported once, at their first line.
+        self.conflicting: set[tuple[int, str]] = set()
+        self.entry_identities: set[tuple[int, str, str]] = set()
+        self.now = timezone.now()
+
+    def account(self, username: object, field_name: str) -> User:
+        if not isinstance(username, str) or not username:
+            raise InvalidField(field_name, "must be a username.")
+        if username not in self.accounts:
+            self.accounts[username] = get_user_model().objects.filter(username=username).first()
+        account = self.accounts[username]
+        if account is not None:
+            return account
+        if not self.create_accounts:
+            raise InvalidField(field_name, f"no account named {username!r} (create it, or pass --create-accounts).")
+        try:
+            account = account_create_locked(username=username)
+        except ValidationError as error:
+            raise InvalidField(
+                field_name, f"{username!r} cannot be an account name: {'; '.join(error.messages)}"
+            ) from None
+        self.accounts[username] = account
+        self.counts.accounts_created.append(username)
+        return account
+
+    def _unclaimed_with_data(self, pairs: set[tuple[int, str]]) -> set[tuple[int, str]]:
+        """Of these (owner id, uid), the ones that already hold entries or history on this hub."""
+        uids_by_owner: dict[int, list[str]] = {}
+        for owner_id, uid in pairs:
+            uids_by_owner.setdefault(owner_id, []).append(uid)
+        taken: set[tuple[int, str]] = set()
+        for owner_id, uids in uids_by_owner.items():
+            for start in range(0, len(uids), IMPORT_LOOKUP_SIZE):
+                part = uids[start : start + IMPORT_LOOKUP_SIZE]
+                for model in (MemoryEntry, MemoryEvent):
+                    found = model.objects.filter(owner_id=owner_id, uid__in=part).values_list("uid", flat=True)
+                    taken.update((owner_id, uid) for uid in found.distinct())
+        return taken
+
+    def round(self, lines: list[RestoreLine]) -> None:
+        """Check one round of lines and, while nothing has been refused, insert them."""
+        checked: list[tuple[int, User, RestoreEntry | RestoreEvent, User | None]] = []
+        for line_number, item in lines:
+            self.counts.lines += 1
+            try:
+                if isinstance(item, InvalidField):
+                    raise item
+                if isinstance(item, RestoreEntry):
+                    _check_restore_entry(item, now=self.now)
+                    actor = None
+                else:
+                    _check_restore_event(item, now=self.now)
+                    actor = None if item.actor is None else self.account(item.actor, "actor")
+                owner = self.account(item.owner, "owner")
+            except InvalidField as error:
+                self.counts.refuse(line_number, error)
+                continue
+            checked.append((line_number, owner, item, actor))
+        fresh = {(owner.pk, self._uid(item)) for _, owner, item, _ in checked} - self.claimed - self.conflicting
+        taken = self._unclaimed_with_data(fresh)
+        self.claimed |= fresh - taken
+        entry_rows: list[tuple] = []
+        event_rows: list[tuple] = []
+        restored: dict[int, tuple[User, list[MemoryEntry]]] = {}
+        connection = transaction.get_connection()
+        as_db_time = connection.ops.adapt_datetimefield_value
+        meta_field = MemoryEntry._meta.get_field("meta")
+
+        def as_db_json(value: dict | None) -> object:
+            return None if value is None else meta_field.get_db_prep_save(value, connection)
+
+        for line_number, owner, item, actor in checked:
+            pair = (owner.pk, self._uid(item))
+            if pair in taken:
+                taken.discard(pair)
+                self.conflicting.add(pair)
+                self.counts.refuse(
+                    line_number,
+                    InvalidField(
+                        "uid",
+                        f"{pair[1]!r} of account {owner.get_username()!r} already has entries or history on this "
+                        "hub; a backup with history is restored only into users that have none.",
+                    ),
+                )
+                continue
+            if pair in self.conflicting:
+                continue
+            if isinstance(item, RestoreEntry):
+                record = item.record
+                identity = (owner.pk, record.uid, record.key)
+                if identity in self.entry_identities:
+                    self.counts.refuse(line_number, InvalidField("key", f"{record.key!r} has an earlier entry line."))
+                    continue
+                self.entry_identities.add(identity)
+                assert record.created is not None and record.updated is not None and record.version is not None
+                session_id = new_honcho_session_id()
+                entry_rows.append(
+                    (owner.pk, record.uid, record.key, record.value, record.kind, as_db_json(record.meta),
+                     as_db_time(record.created), as_db_time(record.updated), record.version, session_id,
+                     fold(record.key), fold(record.value))
+                )  # fmt: skip
+                # What the sync outbox and the embedding marks read of a restored entry.
+                restored.setdefault(owner.pk, (owner, []))[1].append(
+                    MemoryEntry(
+                        owner_id=owner.pk,
+                        uid=record.uid,
+                        key=record.key,
+                        value=record.value,
+                        kind=record.kind,
+                        meta=record.meta,
+                        version=record.version,
+                        honcho_session_id=session_id,
+                    )
+                )
+            else:
+                event_rows.append(
+                    (owner.pk, item.uid, item.key, item.action, item.version, item.value_before, item.value_after,
+                     item.kind_before, item.kind_after, as_db_json(item.meta_before), as_db_json(item.meta_after),
+                     actor.pk if actor is not None else None, as_db_time(item.at))
+                )  # fmt: skip
+        if self.counts.refused:
+            return
+        _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, entry_rows)
+        _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
+        for owner, entries in restored.values():
+            sync_outbox_record(owner=owner, entries=entries)
+            embedding_mark_stale(entries)
+        self.counts.entries += len(entry_rows)
+        self.counts.events += len(event_rows)
+
+    @staticmethod
+    def _uid(item: RestoreEntry | RestoreEvent) -> str:
+        return item.record.uid if isinstance(item, RestoreEntry) else item.uid
+
+
+def history_restore(
+    *,
+    lines: Iterable[RestoreLine],
+    create_accounts: bool = False,
+    dry_run: bool = False,
+    chunk_size: int = RESTORE_CHUNK_SIZE,
+    on_round: Callable[[int], None] | None = None,
+) -> RestoreCounts:
+    """Restore a backup with history: every entry and every history event exactly as it was, or nothing.
+
+    Entries keep their value, kind, meta, created, updated and version; events keep their action,
+    values, version, time (at) and actor, and each key's events keep their order, so the next write
+    to a key goes on from its last version (a deleted key included). Owners and actors are named by
+    username and must exist here, or be made by create_accounts (with no usable password and no
+    token: accounts.account_create_locked). Refused, each with its line: a line the reader could
+    not parse (an InvalidField item), a field out of the hub's limits or a time in the future, a
+    second entry line for one key, an account that does not exist, and a user (owner, uid) that
+    already holds entries or history on this hub. Everything happens in one transaction: a
+    refused line, or any error, leaves nothing written (the accounts made included); dry_run checks
+    and counts, then rolls back. on_round is called with the lines read after each round.
+    """
+    restore = _Restore(create_accounts=create_accounts)
+    with transaction.atomic():
+        pending: list[RestoreLine] = []
+        for line in lines:
+            pending.append(line)
+            if len(pending) >= chunk_size:
+                restore.round(pending)
+                pending = []
+                if on_round is not None:
+                    on_round(restore.counts.lines)
+        if pending:
+            restore.round(pending)
+        if on_round is not None:
+            on_round(restore.counts.lines)
+        if dry_run or restore.counts.refused:
+            transaction.set_rollback(True)
+    if restore.counts.refused:
+        restore.counts.entries = restore.counts.events = 0
+    return restore.counts
 
 
 def search_statistics_refresh() -> None:

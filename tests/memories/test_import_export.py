@@ -187,8 +187,8 @@ def test_an_export_to_standard_output_reads_back(owner, stranger, tmp_path: Path
 
 def test_a_file_of_another_format_version_is_refused(owner, tmp_path: Path):
     source = tmp_path / "future.jsonl"
-    source.write_text('{"format": "memoryhub.memories", "format_version": 2, "count": 0, "sha256": ""}\n')
-    with pytest.raises(CommandError, match="format_version 2"):
+    source.write_text('{"format": "memoryhub.memories", "format_version": 3, "count": 0, "sha256": ""}\n')
+    with pytest.raises(CommandError, match="format_version 3 is not one this hub reads"):
         call_command("import_memories", str(source))
 
 

@@ -1,8 +1,9 @@
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -13,34 +14,54 @@ from memories import exchange, selectors
 class Command(BaseCommand):
     help = (
         "Write every entry (or one account's) as versioned JSONL: a header with the format version, "
-        "count and sha256, then one entry per line. import_memories reads it back."
+        "count and sha256, then one entry per line. import_memories reads it back. --with-history: "
+        "a full backup, the entries and every history event, which import_memories restores exactly."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="Where to write, or '-' for standard output.")
         parser.add_argument("--owner", help="Only this account's entries (a username).")
+        parser.add_argument(
+            "--with-history",
+            action="store_true",
+            help="A full backup: every entry and every history event (format version 2).",
+        )
 
-    def handle(self, *args: object, file: str, owner: str | None, **options: object) -> None:
+    def handle(
+        self, *args: object, file: str, owner: str | None, with_history: bool = False, **options: object
+    ) -> None:
         account = None
         if owner is not None:
             account = get_user_model().objects.filter(username=owner).first()
             if account is None:
                 raise CommandError(f"No account named {owner!r}.")
         rows = selectors.entry_export_rows(owner=account)
-        if file == "-":
-            header = exchange.write_export(rows, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-        else:
-            header = self.write_file(rows, Path(file))
-        self.stderr.write(f"Exported {header.count} entries (sha256 {header.sha256}).")
 
-    def write_file(self, rows: Iterable[tuple], path: Path) -> exchange.ExportHeader:
+        def write(destination: IO[bytes]) -> exchange.ExportHeader:
+            if with_history:
+                return exchange.write_backup(rows, selectors.event_export_rows(owner=account), destination)
+            return exchange.write_export(rows, destination)
+
+        with selectors.export_snapshot():
+            if file == "-":
+                header = write(sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+            else:
+                header = self.write_file(write, Path(file))
+        if header.with_history:
+            self.stderr.write(
+                f"Exported {header.entries} entries and {header.events} history events (sha256 {header.sha256})."
+            )
+        else:
+            self.stderr.write(f"Exported {header.count} entries (sha256 {header.sha256}).")
+
+    def write_file(self, write: Callable[[IO[bytes]], exchange.ExportHeader], path: Path) -> exchange.ExportHeader:
         """Write to a temporary file beside path and rename it, so path is never half-written."""
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
         try:
             with os.fdopen(handle, "wb") as destination:
-                header = exchange.write_export(rows, destination)
+                header = write(destination)
                 destination.flush()
                 os.fsync(destination.fileno())
             os.replace(temporary, path)

@@ -1,4 +1,5 @@
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,8 +49,9 @@ class ImportReport:
 class Progress:
     """Entries done, rate and time left on standard error: a line redrawn on a terminal, else a line per chunk."""
 
-    def __init__(self, total: int, stream: OutputWrapper) -> None:
+    def __init__(self, total: int, stream: OutputWrapper, *, unit: str = "entries") -> None:
         self.total = total
+        self.unit = unit
         self.stream = stream
         self.started = time.monotonic()
         self.on_terminal = stream.isatty()
@@ -59,7 +61,7 @@ class Progress:
         rate = done / elapsed
         left = (self.total - done) / rate if rate > 0 else 0.0
         percent = 100 * done / self.total if self.total else 100.0
-        return f"{done:,} of {self.total:,} entries ({percent:.0f}%), {rate:,.0f}/s, {_duration(left)} left"
+        return f"{done:,} of {self.total:,} {self.unit} ({percent:.0f}%), {rate:,.0f}/s, {_duration(left)} left"
 
     def show(self, done: int) -> None:
         if self.on_terminal:
@@ -83,7 +85,9 @@ def _duration(seconds: float) -> str:
 class Command(BaseCommand):
     help = (
         "Read a file written by export_memories and upsert its entries through the services, in "
-        "chunks (bounded memory). The file's count and checksum are checked before anything is written."
+        "chunks (bounded memory). The file's count and checksum are checked before anything is written. "
+        "A backup with history (export_memories --with-history) is restored exactly, in one transaction, "
+        "into users that hold nothing yet."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -92,6 +96,12 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="Check and count; write nothing.")
         parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="Entries per transaction.")
         parser.add_argument("--quiet", action="store_true", help="No progress lines on standard error.")
+        parser.add_argument(
+            "--create-accounts",
+            action="store_true",
+            help="Restoring a backup with history: make the accounts it names that this hub lacks "
+            "(no usable password, no token).",
+        )
 
     def handle(
         self,
@@ -101,6 +111,7 @@ class Command(BaseCommand):
         dry_run: bool,
         chunk_size: int,
         quiet: bool = False,
+        create_accounts: bool = False,
         **options: object,
     ) -> None:
         if chunk_size < 1:
@@ -112,6 +123,25 @@ class Command(BaseCommand):
             header = exchange.verify(path)
         except exchange.ExportFileError as error:
             raise CommandError(f"{file} was not imported: {error}.") from None
+        if header.with_history:
+            if owner is not None:
+                raise CommandError(
+                    "--owner does not apply to a backup with history: it is restored into the accounts it names."
+                )
+            self.restore_file(
+                path,
+                header=header,
+                create_accounts=create_accounts,
+                dry_run=dry_run,
+                chunk_size=chunk_size,
+                quiet=quiet,
+            )
+            return
+        if create_accounts:
+            raise CommandError(
+                "--create-accounts is for a backup with history (export_memories --with-history); "
+                f"{file} holds entries only."
+            )
         target = None
         if owner is not None:
             target = get_user_model().objects.filter(username=owner).first()
@@ -137,6 +167,52 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{report.refused} entries were refused; the others were {'checked' if dry_run else 'imported'}."
             )
+
+    def restore_file(
+        self,
+        path: Path,
+        *,
+        header: exchange.ExportHeader,
+        create_accounts: bool,
+        dry_run: bool,
+        chunk_size: int,
+        quiet: bool,
+    ) -> None:
+        """Restore a verified backup with history, all of it or nothing, and say what it restored."""
+        progress = None if quiet else Progress(header.count, self.stderr, unit="lines")
+        counts = services.history_restore(
+            lines=self.backup_lines(path),
+            create_accounts=create_accounts,
+            dry_run=dry_run,
+            chunk_size=chunk_size,
+            on_round=progress.show if progress is not None else None,
+        )
+        if progress is not None:
+            progress.finish()
+        if counts.refused:
+            self.stdout.write(f"{counts.lines} lines read: {counts.refused} refused, so nothing was restored.")
+            for line_number, error in counts.errors:
+                self.stdout.write(f"  line {line_number}: {error}")
+            if counts.refused > len(counts.errors):
+                self.stdout.write(f"  ... and {counts.refused - len(counts.errors)} more.")
+            raise CommandError(f"{counts.refused} lines were refused; nothing was restored.")
+        if not dry_run and counts.entries:
+            services.search_statistics_refresh()
+        verb = "would be" if dry_run else "were"
+        created = counts.accounts_created
+        self.stdout.write(
+            f"{counts.lines} lines read: {counts.entries} entries and {counts.events} history events {verb} restored"
+            + (f"; {len(created)} accounts {verb} created ({', '.join(created)})." if created else ".")
+        )
+
+    @staticmethod
+    def backup_lines(path: Path) -> Iterator[services.RestoreLine]:
+        """Each line of a backup with history, numbered, as a record or as the error that it is not one."""
+        for line_number, line in exchange.entry_lines(path):
+            try:
+                yield line_number, exchange.parse_backup_line(line)
+            except InvalidField as error:
+                yield line_number, error
 
     def import_file(
         self,

@@ -1,0 +1,304 @@
+"""export_memories --with-history and its restore: every entry and every history row comes back as it was."""
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+from rest_framework.authtoken.models import Token
+
+from memories import selectors, services
+from memories.accounts import account_create
+from memories.models import MemoryEntry, MemoryEvent, SyncTask
+
+ENTRY_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "created", "updated", "version")
+EVENT_FIELDS = (
+    "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
+    "meta_before", "meta_after", "actor__username", "at",
+)  # fmt: skip
+
+
+def _entries() -> list[tuple]:
+    return sorted(MemoryEntry.objects.values_list(*ENTRY_FIELDS))
+
+
+def _history() -> list[tuple]:
+    """Every history row in the order it was written (each key's history reads newest first by id)."""
+    return list(MemoryEvent.objects.order_by("id").values_list(*EVENT_FIELDS))
+
+
+def _build_hub(owner: User, stranger: User, staff: User) -> None:
+    """Creates, updates, deletes, restores, a batch and an import, by several actors, staff among them."""
+    services.entry_put(owner=owner, uid="alice", key="language", value="Python", kind="fact", meta={"n": [1, 2]})
+    services.entry_put(owner=owner, uid="alice", key="language", value="Python 3.11")
+    services.entry_put(owner=owner, uid="alice", key="language", value="Rust", actor=staff)
+    services.entry_update(owner=owner, uid="alice", key="language", meta={"source": "chat"}, actor=staff)
+    services.entry_put(owner=owner, uid="alice", key="tone", value="answers in Français ✓\nwith a newline")
+    services.entry_delete(owner=owner, uid="alice", key="tone")
+    services.entry_restore(owner=owner, uid="alice", key="tone", actor=staff)
+    services.entry_put(owner=owner, uid="alice", key="tone", value="answers in French")
+    services.entry_put(owner=owner, uid="alice", key="gone", value="a tombstone", kind="pattern")
+    services.entry_delete(owner=owner, uid="alice", key="gone", actor=staff)
+    services.entries_batch(
+        owner=owner,
+        uid="bob",
+        operations=[
+            services.BatchOperation(op="put", key="editor", value="vim"),
+            services.BatchOperation(op="put", key="shell", value="zsh", meta={"deep": {"list": [None, 1.5]}}),
+            services.BatchOperation(op="put", key="editor", value="helix"),
+            services.BatchOperation(op="delete", key="shell"),
+        ],
+        actor=staff,
+    )
+    moment = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+    services.entries_import(
+        owner=owner,
+        records=[
+            services.ImportRecord(uid="carol", key="drink", value="tea", created=moment, updated=moment, version=4),
+            services.ImportRecord(uid="carol", key="drink", value="green tea"),
+            services.ImportRecord(uid="carol", key="food", value="rice", kind="fact"),
+        ],
+    )
+    services.entry_put(owner=stranger, uid="dave", key="editor", value="emacs")
+    services.entry_put(owner=stranger, uid="dave", key="colour", value="blue")
+    services.user_forget(owner=stranger, uid="dave", actor=stranger)
+    services.entry_put(owner=stranger, uid="erin", key="city", value="Lyon")
+    # A change made by an account that was deleted since: its history rows keep no actor.
+    former, _ = account_create(username="former")
+    services.entry_put(owner=owner, uid="alice", key="pet", value="cat", actor=former)
+    former.delete()
+
+
+@pytest.fixture
+def hub(owner: User, stranger: User, staff: User) -> tuple[list[tuple], list[tuple]]:
+    _build_hub(owner, stranger, staff)
+    return _entries(), _history()
+
+
+def _backup(path: Path, **options: object) -> Path:
+    call_command("export_memories", str(path), with_history=True, **options)
+    return path
+
+
+def _empty_the_hub() -> None:
+    MemoryEntry.objects.all().delete()
+    MemoryEvent.objects.all().delete()
+    SyncTask.objects.all().delete()
+
+
+def test_a_backup_with_history_restores_every_entry_and_history_row_exactly(hub, tmp_path: Path, capsys):
+    entries, history = hub
+    backup = _backup(tmp_path / "full.jsonl")
+    _empty_the_hub()
+    capsys.readouterr()
+    call_command("import_memories", str(backup), quiet=True)
+    assert f"{len(entries)} entries and {len(history)} history events were restored." in capsys.readouterr().out
+    assert _entries() == entries
+    assert _history() == history
+    actors = {row[EVENT_FIELDS.index("actor__username")] for row in history}
+    assert actors == {"owner", "staffer", "stranger", None}
+    actions = {row[EVENT_FIELDS.index("action")] for row in history}
+    assert actions == {"create", "update", "delete"}
+
+
+def test_the_restored_hub_serves_the_history_newest_first_with_its_actors(owner, hub, tmp_path: Path):
+    backup = _backup(tmp_path / "full.jsonl")
+    before = [
+        (event.action, event.version, event.value_after, event.actor.username, event.at)
+        for event in selectors.entry_history(owner=owner, uid="alice", key="tone")
+    ]
+    _empty_the_hub()
+    call_command("import_memories", str(backup), quiet=True)
+    after = [
+        (event.action, event.version, event.value_after, event.actor.username, event.at)
+        for event in selectors.entry_history(owner=owner, uid="alice", key="tone")
+    ]
+    assert after == before
+    assert [action for action, *_ in after] == ["update", "create", "delete", "create"]
+    # A delete records the version it removed; the restore goes on from it.
+    assert [version for _, version, *_ in after] == [3, 2, 1, 1]
+
+
+def test_the_next_write_after_a_restore_goes_on_from_each_keys_last_version(owner, hub, tmp_path: Path):
+    backup = _backup(tmp_path / "full.jsonl")
+    _empty_the_hub()
+    call_command("import_memories", str(backup), quiet=True)
+    assert services.entry_put(owner=owner, uid="alice", key="language", value="Go").entry.version == 5
+    # "gone" was created at 1 and deleted at 1: a restore brings it back at 2, a new put would too.
+    assert selectors.entry_deleted_version(owner=owner, uid="alice", key="gone") == 1
+    restored = services.entry_restore(owner=owner, uid="alice", key="gone")
+    assert (restored.value, restored.kind, restored.version) == ("a tombstone", "pattern", 2)
+    # "shell" was deleted by the batch at version 1: re-creating it continues the key's versions.
+    assert services.entry_put(owner=owner, uid="bob", key="shell", value="fish").entry.version == 2
+    # "drink" was imported at version 4 and updated to 5.
+    assert services.entry_put(owner=owner, uid="carol", key="drink", value="coffee").entry.version == 6
+
+
+def test_create_accounts_makes_the_missing_accounts_with_no_password_and_no_token(hub, tmp_path: Path, capsys):
+    entries, history = hub
+    backup = _backup(tmp_path / "full.jsonl")
+    User.objects.all().delete()
+    capsys.readouterr()
+    call_command("import_memories", str(backup), create_accounts=True, quiet=True)
+    out = capsys.readouterr().out
+    assert "3 accounts were created (" in out
+    assert _entries() == entries
+    assert _history() == history
+    for account in User.objects.all():
+        assert not account.has_usable_password()
+        assert not Token.objects.filter(user=account).exists()
+        assert not account.is_staff
+
+
+def test_a_missing_actor_is_refused_by_its_line_and_nothing_is_written(hub, stranger, staff, tmp_path: Path, capsys):
+    backup = _backup(tmp_path / "full.jsonl")
+    _empty_the_hub()
+    staff.delete()
+    accounts = sorted(User.objects.values_list("username", flat=True))
+    capsys.readouterr()
+    with pytest.raises(CommandError, match="nothing was restored"):
+        call_command("import_memories", str(backup), quiet=True)
+    out = capsys.readouterr().out
+    first_staff_line = next(
+        number
+        for number, line in enumerate(backup.read_text().splitlines(), start=1)
+        if json.loads(line).get("actor") == "staffer"
+    )
+    assert f"line {first_staff_line}: actor: no account named 'staffer' (create it, or pass --create-accounts)" in out
+    assert MemoryEntry.objects.count() == 0 and MemoryEvent.objects.count() == 0
+    assert sorted(User.objects.values_list("username", flat=True)) == accounts
+
+
+def test_a_restore_is_refused_for_a_user_that_already_has_history(owner, hub, tmp_path: Path, capsys):
+    backup = _backup(tmp_path / "full.jsonl")
+    _empty_the_hub()
+    services.entry_put(owner=owner, uid="bob", key="unrelated", value="here before the restore")
+    services.entry_delete(owner=owner, uid="bob", key="unrelated")
+    capsys.readouterr()
+    with pytest.raises(CommandError, match="nothing was restored"):
+        call_command("import_memories", str(backup), quiet=True)
+    out = capsys.readouterr().out
+    assert "uid: 'bob' of account 'owner' already has entries or history on this hub" in out
+    assert "1 refused" in out
+    assert MemoryEntry.objects.count() == 0
+    assert list(MemoryEvent.objects.values_list("key", flat=True)) == ["unrelated", "unrelated"]
+
+
+def test_restoring_the_same_backup_twice_is_refused_and_changes_nothing(hub, tmp_path: Path):
+    entries, history = hub
+    backup = _backup(tmp_path / "full.jsonl")
+    with pytest.raises(CommandError, match="lines were refused; nothing was restored"):
+        call_command("import_memories", str(backup), quiet=True)
+    assert (_entries(), _history()) == (entries, history)
+
+
+def test_a_refusal_in_a_later_chunk_leaves_nothing_of_the_earlier_ones(hub, tmp_path: Path, capsys):
+    backup = _backup(tmp_path / "full.jsonl")
+    header, *lines = backup.read_bytes().splitlines(keepends=True)
+    last = json.loads(lines[-1])
+    last["at"] = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    lines[-1] = json.dumps(last).encode() + b"\n"
+    _write(backup, json.loads(header), lines)
+    _empty_the_hub()
+    capsys.readouterr()
+    with pytest.raises(CommandError, match="1 lines were refused"):
+        call_command("import_memories", str(backup), chunk_size=2, quiet=True)
+    assert f"line {len(lines) + 1}: at: must not be in the future" in capsys.readouterr().out
+    assert MemoryEntry.objects.count() == 0 and MemoryEvent.objects.count() == 0
+
+
+def _write(path: Path, header: dict, lines: list[bytes]) -> None:
+    body = b"".join(lines)
+    header = {**header, "count": len(lines), "sha256": hashlib.sha256(body).hexdigest()}
+    path.write_bytes(json.dumps(header).encode() + b"\n" + body)
+
+
+def test_bad_history_lines_are_named_by_line_and_field(owner, tmp_path: Path, capsys):
+    moment = "2026-01-02T03:04:05.000006+00:00"
+    event = {
+        "line": "event", "owner": "owner", "uid": "alice", "key": "k", "action": "create", "version": 1,
+        "value_before": None, "value_after": "v", "kind_before": None, "kind_after": "preference",
+        "meta_before": None, "meta_after": {}, "actor": "owner", "at": moment,
+    }  # fmt: skip
+    lines = [
+        {**event, "action": "rename"},
+        {**event, "value_before": "was there"},
+        {**event, "action": "update"},
+        {**event, "kind_after": "no spaces allowed"},
+        {**event, "at": "yesterday"},
+        {key: value for key, value in event.items() if key != "line"},
+        {"line": "entry", "owner": "owner", "uid": "alice", "key": "k", "value": "v"},
+        event,
+    ]
+    backup = tmp_path / "hand-made.jsonl"
+    _write(
+        backup,
+        {"format": "memoryhub.memories", "format_version": 2},
+        [json.dumps(line).encode() + b"\n" for line in lines],
+    )
+    with pytest.raises(CommandError, match="7 lines were refused"):
+        call_command("import_memories", str(backup), quiet=True)
+    out = capsys.readouterr().out
+    assert "line 2: action: must be one of create, update, delete." in out
+    assert "line 3: value_before: must be null for a create event." in out
+    assert "line 4: value_before: is required for a update event." in out
+    assert "line 5: kind_after: must start with a letter or digit" in out
+    assert "line 6: at: must be an ISO 8601 date and time" in out
+    assert "line 7: line: must be 'entry' or 'event'." in out
+    assert "line 8: created: is required in a backup with history" in out
+    assert MemoryEvent.objects.count() == 0
+
+
+def test_a_dry_run_counts_what_it_would_restore_and_writes_nothing(hub, tmp_path: Path, capsys):
+    entries, history = hub
+    backup = _backup(tmp_path / "full.jsonl")
+    User.objects.all().delete()
+    capsys.readouterr()
+    call_command("import_memories", str(backup), create_accounts=True, dry_run=True, quiet=True)
+    out = capsys.readouterr().out
+    assert f"{len(entries)} entries and {len(history)} history events would be restored" in out
+    assert "3 accounts would be created" in out
+    assert (User.objects.count(), MemoryEntry.objects.count(), MemoryEvent.objects.count()) == (0, 0, 0)
+
+
+def test_one_accounts_backup_holds_only_its_entries_and_history(owner, hub, tmp_path: Path):
+    backup = _backup(tmp_path / "owner.jsonl", owner="owner")
+    header, *lines = [json.loads(line) for line in backup.read_text().splitlines()]
+    assert (header["format_version"], header["count"]) == (2, len(lines))
+    assert header["entries"] == MemoryEntry.objects.filter(owner=owner).count()
+    assert header["events"] == MemoryEvent.objects.filter(owner=owner).count()
+    assert {line["owner"] for line in lines} == {"owner"}
+    # Entries first, then the history oldest first.
+    kinds = [line["line"] for line in lines]
+    assert kinds == ["entry"] * header["entries"] + ["event"] * header["events"]
+
+
+def test_the_plain_export_stays_entries_only_in_format_version_1(hub, tmp_path: Path):
+    plain = tmp_path / "plain.jsonl"
+    call_command("export_memories", str(plain))
+    header, *lines = [json.loads(line) for line in plain.read_text().splitlines()]
+    assert header["format_version"] == 1 and header["count"] == len(lines) == MemoryEntry.objects.count()
+    assert all(set(line) == {*ENTRY_FIELDS[1:], "owner"} for line in lines)
+
+
+def test_a_backup_with_history_takes_no_owner_option(hub, tmp_path: Path):
+    backup = _backup(tmp_path / "full.jsonl")
+    with pytest.raises(CommandError, match="--owner does not apply to a backup with history"):
+        call_command("import_memories", str(backup), owner="owner")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_backup_taken_outside_a_transaction_restores_and_leaves_the_hub_writable(
+    owner, stranger, staff, tmp_path: Path
+):
+    _build_hub(owner, stranger, staff)
+    entries, history = _entries(), _history()
+    backup = _backup(tmp_path / "full.jsonl")
+    _empty_the_hub()
+    call_command("import_memories", str(backup), quiet=True)
+    assert (_entries(), _history()) == (entries, history)
+    # The export's transaction is closed: the hub takes writes again.
+    assert services.entry_put(owner=owner, uid="alice", key="language", value="Go").entry.version == 5
