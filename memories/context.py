@@ -17,7 +17,9 @@ gets an empty block.
 Lengths are counted in characters (Python's len, code points), the block's final newline included.
 Memories are taken in order (those most relevant to the query first, then the most recently
 updated) and a memory that does not fit whole is skipped, never cut; a later, shorter one may
-still fit. The same data, budget and query always give the same block.
+still fit: once a recent memory does not fit, the CONTEXT_FILL_WINDOW memories after the last one
+taken are looked at for shorter ones, again after each one so found. The same data, budget and
+query always give the same block.
 """
 
 import hashlib
@@ -34,11 +36,14 @@ CONTEXT_MAX_BUDGET = 20_000
 CONTEXT_QUERY_MAX_LENGTH = 1000
 # How many memories the query may put first; the rest of the budget goes to the newest.
 CONTEXT_RELEVANT_LIMIT = 20
-# The newest memories are read this many first (then twice as many each time), and at most
-# CONTEXT_SCAN_LIMIT of them in all,
-# so a user whose memories are all too long for the budget costs a bounded read.
+# The newest memories short enough for the room left are asked for this many first (then twice as
+# many each time), and taken from the database CONTEXT_FETCH_SIZE at a time, so the rows past a full
+# block are never read.
 CONTEXT_SCAN_CHUNK = 64
-CONTEXT_SCAN_LIMIT = 1024
+CONTEXT_FETCH_SIZE = 16
+# Once a memory does not fit, shorter ones are looked for among this many memories that follow the
+# last one taken (so a user whose older memories are all too long costs a bounded read).
+CONTEXT_FILL_WINDOW = 256
 ITEM_PREFIX = "- "
 CONTINUATION_INDENT = "  "
 # The characters an item adds around its key, kind and value: "- ", " (", "): " and the newline.
@@ -140,12 +145,13 @@ class BlockBuilder:
         """Whether no memory can fit any more (the shortest possible item is 'k (k): ' and a newline)."""
         return self.room < ITEM_OVERHEAD + 2
 
-    def offer(self, candidate: Candidate, *, reason: str) -> None:
+    def offer(self, candidate: Candidate, *, reason: str) -> bool:
+        """Add the memory if it fits whole in the room left (and is not shown already); whether it was added."""
         if candidate.key in self.keys:
-            return
+            return False
         text = item_text(candidate)
         if len(text) > self.room:
-            return
+            return False
         self.room -= len(text)
         self.items.append(text)
         self.keys.add(candidate.key)
@@ -158,6 +164,7 @@ class BlockBuilder:
                 reason=reason,
             )
         )
+        return True
 
     def text(self) -> str:
         if not self.items:
@@ -181,7 +188,6 @@ def block_etag(
     shows changes its version; a changed ranking (an embedding finished) or an expired entry
     changes which entries are used. Each of those changes the tag.
     """
-    digest = hashlib.sha256()
     parts: Sequence[str] = (
         CONTEXT_FORMAT,
         str(budget),
@@ -191,7 +197,5 @@ def block_etag(
         *(f"{entry.key}\x1f{entry.version}\x1f{entry.reason}" for entry in used),
         text,
     )
-    for part in parts:
-        digest.update(part.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x1e")
+    digest = hashlib.sha256("\x1e".join(parts).encode("utf-8", "surrogatepass"))
     return f'"{digest.hexdigest()[:32]}"'

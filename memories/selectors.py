@@ -70,16 +70,31 @@ def entry_find(
     return entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
 
 
-CONTEXT_FIELDS = ("key", "kind", "value", "version", "updated")
-# The context block is read every turn, so its two plain reads are written in SQL: compiling the
-# same statements through the ORM cost more than running them.
+# The context block is read every turn, so its plain reads are written in SQL: compiling the same
+# statements through the ORM, and making model instances of the rows, cost more than running them.
+# Only the columns the block shows are read.
 _ENTRIES = MemoryEntry._meta.db_table
 CONTEXT_TOTALS_SQL = f"SELECT count(*), max(updated) FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s"
-CONTEXT_NEWEST_SQL = (
-    f'SELECT "key", kind, value, version, updated, id FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s '
-    'AND length("key") + length(kind) + length(value) <= %s {after}ORDER BY updated DESC, id DESC LIMIT %s'
+# The entries by id, the user's own only. On SQLite the unary + keeps the planner on the primary key
+# (it would otherwise walk all of the user's (owner, uid, key) index to find a few ids).
+CONTEXT_BY_ID_SQL = (
+    f'SELECT id, "key", kind, value, version, updated FROM {_ENTRIES} WHERE id IN ({{ids}}) AND {{scope}}'
 )
+CONTEXT_SCOPE_SQL = {"sqlite": "+owner_id = %s AND +uid = %s", "postgresql": "owner_id = %s AND uid = %s"}
+_CONTEXT_LENGTH = 'length("key") + length(kind) + length(value)'
+_CONTEXT_COLUMNS = '"key", kind, value, version, updated, id'
+_CONTEXT_ORDER = "ORDER BY updated DESC, id DESC"
 CONTEXT_AFTER_SQL = "AND (updated < %s OR (updated = %s AND id < %s)) "
+# The newest memories short enough for the room, after a row already read.
+CONTEXT_NEWEST_SQL = (
+    f"SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s "
+    f"AND {_CONTEXT_LENGTH} <= %s {{after}}{_CONTEXT_ORDER} LIMIT %s"
+)
+# Of the next few memories after a row already read, those short enough for the room left.
+CONTEXT_FILLERS_SQL = (
+    f"SELECT {_CONTEXT_COLUMNS} FROM (SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s "
+    f"{{after}}{_CONTEXT_ORDER} LIMIT %s) AS following WHERE {_CONTEXT_LENGTH} <= %s {_CONTEXT_ORDER}"
+)
 
 
 def _stored_datetime(value: object) -> datetime | None:
@@ -108,6 +123,94 @@ def entry_trash(*, owner: User, uid: str | None = None) -> QuerySet[MemoryEvent]
     )
 
 
+def _context_updated(updated: object) -> datetime:
+    updated_at = _stored_datetime(updated)
+    assert updated_at is not None  # the column is NOT NULL
+    return updated_at
+
+
+def _ranked_entry_ids(found: "search.LexicalMatches | QuerySet[MemoryEntry]", limit: int) -> list[int]:
+    if isinstance(found, QuerySet):
+        return list(found.values_list("pk", flat=True)[:limit])
+    return found.entry_ids(limit)
+
+
+def _context_relevant(builder: context.BlockBuilder, *, owner: User, uid: str, query_text: str) -> None:
+    """Offer the memories entry_find ranks first for query_text: their ids from the search, then
+    their columns in one read (the user's own rows only)."""
+    found = entry_find(owner=owner, uid=uid, query_text=query_text)
+    ids = _ranked_entry_ids(found, context.CONTEXT_RELEVANT_LIMIT)
+    if not ids:
+        return
+    sql = CONTEXT_BY_ID_SQL.format(ids=", ".join(["%s"] * len(ids)), scope=CONTEXT_SCOPE_SQL[connection.vendor])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*ids, owner.pk, uid])
+        rows = {row[0]: row[1:] for row in cursor.fetchall()}
+    for entry_id in ids:
+        if entry_id in rows:
+            key, kind, value, version, updated = rows[entry_id]
+            candidate = context.Candidate(key, kind, value, version, _context_updated(updated))
+            builder.offer(candidate, reason=context.REASON_RELEVANT)
+
+
+# key, kind, value, version, updated (text on SQLite), id
+ContextRow = tuple[str, str, str, int, str | datetime, int]
+
+
+def _after(row: ContextRow | None) -> tuple[str, list[str | int | datetime]]:
+    """The SQL that keeps the rows after row (newest first), and its parameters; none for no row."""
+    if row is None:
+        return "", []
+    return CONTEXT_AFTER_SQL, [row[4], row[4], row[5]]
+
+
+def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str) -> None:
+    """Offer the newest memories until the block is full (the rule: memories.context).
+
+    1. Newest first, those short enough for the room left (an item is never shorter than its key,
+       kind and value with the item's punctuation), read a few rows at a time, so the rows past a
+       full block are never read, until one does not fit.
+    2. Then, of the CONTEXT_FILL_WINDOW memories after the last one read, those short enough for
+       the room left; again after the last one a window added, until a window adds none.
+    """
+
+    def offer(row: ContextRow) -> bool:
+        return builder.offer(context.Candidate(*row[:4], _context_updated(row[4])), reason=context.REASON_RECENT)
+
+    chunk_size, last_read, skipped = context.CONTEXT_SCAN_CHUNK, None, False
+    with connection.cursor() as cursor:
+        while not builder.full and not skipped:
+            after, after_params = _after(last_read)
+            cursor.execute(
+                CONTEXT_NEWEST_SQL.format(after=after),
+                [owner.pk, uid, builder.room - context.ITEM_OVERHEAD, *after_params, chunk_size],
+            )
+            read = 0
+            while not skipped and not builder.full and (rows := cursor.fetchmany(context.CONTEXT_FETCH_SIZE)):
+                for row in rows:
+                    read += 1
+                    # A memory shown already (as relevant) is passed over.
+                    if row[0] not in builder.keys and not offer(row):
+                        skipped = True
+                        break
+                    last_read = row
+                    if builder.full:
+                        break
+            if not skipped and read < chunk_size:
+                return  # every memory that could fit was read
+            chunk_size *= 2
+        while not builder.full:
+            after, after_params = _after(last_read)
+            cursor.execute(
+                CONTEXT_FILLERS_SQL.format(after=after),
+                [owner.pk, uid, *after_params, context.CONTEXT_FILL_WINDOW, builder.room - context.ITEM_OVERHEAD],
+            )
+            added = [row for row in cursor.fetchall() if row[0] not in builder.keys and offer(row)]
+            if not added:
+                return
+            last_read = added[-1]
+
+
 def context_block(
     *, owner: User, uid: str, budget: int = context.CONTEXT_DEFAULT_BUDGET, query_text: str = ""
 ) -> context.ContextBlock:
@@ -117,39 +220,17 @@ def context_block(
     come first; the newest memories fill the rest. Callers check budget and query_text
     (CONTEXT_MIN_BUDGET to CONTEXT_MAX_BUDGET, at most CONTEXT_QUERY_MAX_LENGTH characters).
     Two or three queries without query_text (a few more when a large budget reads several chunks),
-    one or two more with it.
+    two to four more with it (the search's, and one for the columns of what it found).
     """
     with connection.cursor() as cursor:
-        # 1. how many memories the user has and when the newest changed (the header and the ETag)
+        # how many memories the user has and when the newest changed (the header and the ETag)
         cursor.execute(CONTEXT_TOTALS_SQL, [owner.pk, uid])
         total, last_updated = cursor.fetchone()
     builder = context.BlockBuilder(uid=uid, budget=budget, total=total, ranked=bool(query_text))
     if total and query_text:
-        # 2. the ranked search, as ?q= answers it
-        found = entry_find(owner=owner, uid=uid, query_text=query_text)[: context.CONTEXT_RELEVANT_LIMIT]
-        for entry in found:
-            row = tuple(getattr(entry, name) for name in CONTEXT_FIELDS)
-            builder.offer(context.Candidate(*row), reason=context.REASON_RELEVANT)
-    # 3. the newest memories, a chunk at a time (each twice the last) until the budget is spent.
-    # Each chunk holds only memories short enough for the room left (an item is never shorter than
-    # its key, kind and value with the item's punctuation), so each one read adds at least one.
-    read, chunk_size, after = 0, context.CONTEXT_SCAN_CHUNK, None
-    while total and not builder.full and read < context.CONTEXT_SCAN_LIMIT:
-        size = min(chunk_size, context.CONTEXT_SCAN_LIMIT - read)
-        params: list[int | str | datetime] = [owner.pk, uid, builder.room - context.ITEM_OVERHEAD]
-        if after is not None:
-            params += [after[0], after[0], after[1]]
-        with connection.cursor() as cursor:
-            cursor.execute(CONTEXT_NEWEST_SQL.format(after=CONTEXT_AFTER_SQL if after else ""), [*params, size])
-            chunk = cursor.fetchall()
-        for key, kind, value, version, updated, _ in chunk:
-            updated_at = _stored_datetime(updated)
-            assert updated_at is not None  # the column is NOT NULL
-            candidate = context.Candidate(key, kind, value, version, updated_at)
-            builder.offer(candidate, reason=context.REASON_RECENT)
-        if len(chunk) < size:
-            break
-        read, chunk_size, after = read + len(chunk), chunk_size * 2, (chunk[-1][4], chunk[-1][5])
+        _context_relevant(builder, owner=owner, uid=uid, query_text=query_text)
+    if total:
+        _context_newest(builder, owner=owner, uid=uid)
     last_updated = _stored_datetime(last_updated)
     text = builder.text()
     return context.ContextBlock(

@@ -409,6 +409,15 @@ class LexicalMatches:
         ranked_ids = [candidate.entry_id for candidate in self.candidates]
         return self._queryset().exclude(pk__in=ranked_ids).order_by("-updated", "-id")
 
+    def entry_ids(self, limit: int) -> list[int]:
+        """The ids of self[0:limit], in order, without reading the entries (for callers that read
+        only a few of their columns)."""
+        ids = [candidate.entry_id for candidate in self.candidates[:limit]]
+        wanted = limit - len(ids)
+        if wanted > 0 and self.count() > len(self.candidates):
+            ids += self._tail().values_list("pk", flat=True)[:wanted]
+        return ids
+
     @overload
     def __getitem__(self, index: int) -> MemoryEntry: ...
 
