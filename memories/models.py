@@ -139,6 +139,10 @@ class MemoryEntry(models.Model):
     # Not columns: set on the entries a search returns (memories.search), its score and the words matched.
     score: float | None
     matched_terms: tuple[str, ...]
+    # And in a hybrid search (memories.search.hybrid), what each ranking said of it.
+    lexical_rank: int | None
+    lexical_score: float | None
+    semantic_similarity: float | None
     # Kept across updates; a deleted and re-created key gets a new one. Filled whether sync is on or not.
     honcho_session_id = models.CharField(
         max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, default=new_honcho_session_id, editable=False

@@ -51,23 +51,39 @@ def entry_find(
     query_text: str,
     kind: str | None = None,
     match: str = MATCH_RANKED,
-) -> "search.LexicalMatches | QuerySet[MemoryEntry]":
+) -> "search.RankedMatches | QuerySet[MemoryEntry]":
     """One user's entries that match query_text, sliceable and countable like a QuerySet.
 
-    match=MATCH_RANKED (the default): any of the query's words, best match first, then the rest
-    newest first (memories.search.lexical says the rule); a LexicalMatches, whose entries carry
-    their score. A query of one word of 1 or 2 characters, and match=MATCH_SUBSTRING, scan for
-    query_text as one substring of the key or value instead, newest first (a QuerySet).
-    Either way every entry that holds query_text is found.
+    match=MATCH_RANKED (the default): with embeddings on, the hybrid ranking (memories.search.hybrid:
+    the lexical and semantic rankings fused, so entries close in meaning are found too), a
+    HybridMatches; with embeddings off (or the provider failing), any of the query's words, best match
+    first (memories.search.lexical says the rule), a LexicalMatches. Either way the rest of the word
+    matches follow newest first, and entries carry their score. A query of one word of 1 or 2
+    characters, and match=MATCH_SUBSTRING, scan for query_text as one substring of the key or value
+    instead, newest first (a QuerySet). Every entry that holds query_text is found.
     """
+    return entry_search(owner=owner, uid=uid, query_text=query_text, kind=kind, match=match).entries
+
+
+def entry_search(
+    *,
+    owner: User,
+    uid: str,
+    query_text: str,
+    kind: str | None = None,
+    match: str = MATCH_RANKED,
+) -> search.SearchAnswer:
+    """entry_find's entries, and whether the semantic side took part (and why not, when it failed)."""
     if match == MATCH_RANKED:
         matches = search.LexicalMatches(owner_id=owner.pk, uid=uid, kind=kind, query_text=query_text)
         if matches.query.indexed:
-            return matches
+            return search.hybrid_search(owner=owner, lexical=matches, query_text=query_text)
     entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
     if kind:
         entries = entries.filter(kind=kind)
-    return entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
+    found = entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
+    reason = "match=substring" if match == MATCH_SUBSTRING else "a query this short is a substring scan"
+    return search.SearchAnswer(entries=found, semantic=search.Semantic.OFF, reason=reason)
 
 
 # The context block is read every turn, so its plain reads are written in SQL: compiling the same
@@ -129,7 +145,7 @@ def _context_updated(updated: object) -> datetime:
     return updated_at
 
 
-def _ranked_entry_ids(found: "search.LexicalMatches | QuerySet[MemoryEntry]", limit: int) -> list[int]:
+def _ranked_entry_ids(found: "search.RankedMatches | QuerySet[MemoryEntry]", limit: int) -> list[int]:
     if isinstance(found, QuerySet):
         return list(found.values_list("pk", flat=True)[:limit])
     return found.entry_ids(limit)
@@ -256,7 +272,9 @@ def entry_find_sorted(
 ) -> QuerySet[MemoryEntry]:
     """The entries entry_find finds, in another order (the dashboard's sortable columns)."""
     found = entry_find(owner=owner, uid=uid, query_text=query_text, kind=kind)
-    if isinstance(found, search.LexicalMatches):
+    if isinstance(found, search.HybridMatches):
+        found = found.queryset()
+    elif isinstance(found, search.LexicalMatches):
         found = search.matches(owner_id=owner.pk, uid=uid, kind=kind, query=found.query)
     return found.order_by(*order_by)
 

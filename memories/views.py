@@ -93,11 +93,11 @@ def _page(rows: QuerySet | list, request: HttpRequest) -> Page:  # a QuerySet of
 class BoundedPage:
     """A page of rows counted only up to COUNT_LIMIT + 1: Django's Page, less the count of every row.
 
-    The rows may be a QuerySet or a memories.search.LexicalMatches. The page reads one row more than
-    it shows, to know whether another page follows.
+    The rows may be a QuerySet or a search's memories.search.LexicalMatches or HybridMatches. The page
+    reads one row more than it shows, to know whether another page follows.
     """
 
-    def __init__(self, rows: "QuerySet[MemoryEntry] | search.LexicalMatches", request: HttpRequest) -> None:
+    def __init__(self, rows: "QuerySet[MemoryEntry] | search.RankedMatches", request: HttpRequest) -> None:
         size = settings.MEMORYHUB_PAGE_SIZE
         try:
             self.number = max(1, int(request.GET.get("page", 1)))
@@ -107,7 +107,7 @@ class BoundedPage:
         found = list(rows[self.start : self.start + size + 1])
         self._has_next = len(found) > size
         self.object_list = found[:size]
-        if isinstance(rows, search.LexicalMatches):
+        if isinstance(rows, search.LexicalMatches | search.HybridMatches):
             count, self.order = rows.count(), str(rows.order_at(self.start))
         else:
             count, self.order = rows[: search.COUNT_LIMIT + 1].count(), ""
@@ -226,8 +226,12 @@ def user_memories(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", default_sort)
     if sort not in ENTRY_SORTS and sort != default_sort:
         sort = default_sort
+    ranking_note = ""
     if query_text:
-        entries = selectors.entry_find(owner=scope.owner, uid=uid, query_text=query_text, kind=kind or None)
+        found = selectors.entry_search(owner=scope.owner, uid=uid, query_text=query_text, kind=kind or None)
+        entries = found.entries
+        if found.semantic == search.Semantic.UNAVAILABLE:
+            ranking_note = f"Searched by words alone: search by meaning is unavailable ({found.reason})."
         if sort != RELEVANCE_SORT:
             # Another order of the same matches.
             entries = selectors.entry_find_sorted(
@@ -246,6 +250,7 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         "kinds": kinds,
         "total": sum(row["entries"] for row in kinds),
         "page": BoundedPage(entries, request),
+        "ranking_note": ranking_note,
         "first_memory_curl": _first_memory_curl(request, uid),
     }
     return render(request, "memories/user_memories.html", context)

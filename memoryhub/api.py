@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from memories.search import LexicalMatches
+from memories.search import HybridMatches, LexicalMatches, RankedMatches
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import InvalidField
 from memoryhub.ratelimit import parse_rate, rate_window
@@ -102,13 +102,13 @@ class BoundedPagination(MemoryPagination):
     "newest": the order of this page's results), next, previous, results. Any page number is
     accepted while it has results, so every match is reachable whatever the count says; next is
     given when the page after this one has results (one row more is read to know). The rows may be a
-    QuerySet or anything sliced and counted like one (memories.search.LexicalMatches, whose own
+    QuerySet or anything sliced and counted like one (memories.search.LexicalMatches or HybridMatches, whose own
     count is bounded); order_at(offset) on them names their order, else it is "newest".
     """
 
     def paginate_queryset(
         self,
-        queryset: "QuerySet[Any, Any] | Sequence[Any] | LexicalMatches",
+        queryset: "QuerySet[Any, Any] | Sequence[Any] | RankedMatches",
         request: Request,
         view: "APIView | None" = None,
     ) -> list:
@@ -125,7 +125,7 @@ class BoundedPagination(MemoryPagination):
         if not rows and self.page_number > 1:
             raise exceptions.NotFound("Invalid page.")
         self.has_next = len(rows) > page_size
-        if isinstance(queryset, LexicalMatches):
+        if isinstance(queryset, LexicalMatches | HybridMatches):
             # Its own bounded count, and the order at each offset.
             self.order, self.count = str(queryset.order_at(start)), queryset.count()
         else:

@@ -47,11 +47,20 @@ class SearchResultSerializer(EntrySerializer):
     """An entry found by ?q=, with what ranked it."""
 
     score = serializers.SerializerMethodField(
-        help_text="The ranking's score (higher is better; comparable within one query only); null past the "
-        "ranked candidates, where results come newest first, and with match=substring."
+        help_text="The ranking's score (higher is better; comparable within one query only): the fused score "
+        "when the search was hybrid, the lexical one otherwise; null past the ranked results, where they come "
+        "newest first, and with match=substring."
     )
     matched_terms = serializers.SerializerMethodField(
         help_text="The query's words and phrases (folded: no case, no accents) that the entry holds."
+    )
+    lexical_rank = serializers.SerializerMethodField(
+        help_text="In a hybrid search: its place in the lexical ranking (1 is first); null when the words did not "
+        "rank it, or the search was lexical only."
+    )
+    semantic_similarity = serializers.SerializerMethodField(
+        help_text="In a hybrid search: the cosine similarity of its embedding to the query's; null when it is not "
+        "among the nearest, or the search was lexical only."
     )
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
@@ -62,8 +71,17 @@ class SearchResultSerializer(EntrySerializer):
     def get_matched_terms(self, entry: MemoryEntry) -> list[str]:
         return list(getattr(entry, "matched_terms", ()))
 
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_lexical_rank(self, entry: MemoryEntry) -> int | None:
+        return getattr(entry, "lexical_rank", None)
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_semantic_similarity(self, entry: MemoryEntry) -> float | None:
+        similarity = getattr(entry, "semantic_similarity", None)
+        return None if similarity is None else round(similarity, 4)
+
     class Meta(EntrySerializer.Meta):
-        fields = [*EntrySerializer.Meta.fields, "score", "matched_terms"]
+        fields = [*EntrySerializer.Meta.fields, "score", "matched_terms", "lexical_rank", "semantic_similarity"]
         read_only_fields = fields
 
 

@@ -46,7 +46,7 @@ from memories.api.serializers import (
 )
 from memories.backends import hub_status
 from memories.models import MemoryEntry
-from memories.search import LexicalMatches
+from memories.search import RankedMatches
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
 from memories.work import work_status
@@ -58,16 +58,18 @@ KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description=
 # tool endpoint or POST with the key in the body.
 SEGMENT = r"[^/]+"
 BATCH_KEY = "batch"
+# Which ranking answered a search: "hybrid", or "lexical; semantic off" / "lexical; semantic unavailable: why".
+RANKING_HEADER = "X-MemoryHub-Ranking"
 
 
 def _paginate(
     view: "HubViewSet",
     request: Request,
-    queryset: "QuerySet | Sequence | LexicalMatches",
+    queryset: "QuerySet | Sequence | RankedMatches",
     serializer_class: type[serializers.BaseSerializer],
 ) -> Response:
     paginator = view.pagination_class()
-    # BoundedPagination (the memories' lists) also takes a search's LexicalMatches.
+    # BoundedPagination (the memories' lists) also takes a search's LexicalMatches or HybridMatches.
     page = paginator.paginate_queryset(queryset, request, view=view)  # type: ignore[arg-type]
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -207,7 +209,9 @@ class MemoryViewSet(HubViewSet):
                 str,
                 description="Entries whose key or value holds any of these words (any case, any accents; "
                 '"words in quotes" as one phrase), best match first, then the rest newest first; each result '
-                "has its score and matched_terms.",
+                "has its score and matched_terms. With embeddings on, also entries close in meaning, in one ranking "
+                "that fuses both (each result then has its lexical_rank and semantic_similarity); the "
+                f"{RANKING_HEADER} header says which ranking answered: hybrid, or lexical and why.",
             ),
             OpenApiParameter("kind", str, description="Only entries of this kind."),
             OpenApiParameter(
@@ -226,10 +230,12 @@ class MemoryViewSet(HubViewSet):
         if match not in selectors.MATCH_MODES:
             raise serializers.ValidationError({"match": [f"must be one of {', '.join(selectors.MATCH_MODES)}."]})
         if query_text:
-            entries = selectors.entry_find(
+            found = selectors.entry_search(
                 owner=request_account(request), uid=uid, query_text=query_text, kind=kind, match=match
             )
-            return _paginate(self, request, entries, SearchResultSerializer)
+            response = _paginate(self, request, found.entries, SearchResultSerializer)
+            response[RANKING_HEADER] = found.ranking
+            return response
         entries = selectors.entry_list(owner=request_account(request), uid=uid, kind=kind)
         return _paginate(self, request, entries, EntrySerializer)
 

@@ -1,5 +1,6 @@
-"""Search over one user's entries: the lexical ranking (lexical.py); vectors and their fusion join it here."""
+"""Search over one user's entries: the lexical ranking (lexical.py), vectors (vectors.py), their fusion (hybrid.py)."""
 
+from memories.search.hybrid import HybridMatches, RankedMatches, SearchAnswer, Semantic, hybrid_search
 from memories.search.lexical import (
     COUNT_LIMIT,
     MIN_INDEXED_LENGTH,
@@ -20,9 +21,14 @@ __all__ = [
     "RANK_CAP",
     "STOP_WORDS",
     "Candidate",
+    "HybridMatches",
     "LexicalMatches",
     "LexicalQuery",
     "Order",
+    "RankedMatches",
+    "SearchAnswer",
+    "Semantic",
+    "hybrid_search",
     "lexical_candidates",
     "matches",
     "query_parse",

@@ -144,13 +144,16 @@ def test_the_same_data_gives_the_same_block_and_etag(owner, owner_api):
     assert first["ETag"] == second["ETag"]
 
 
-def test_the_block_is_read_in_a_bounded_number_of_queries(owner, django_assert_max_num_queries):
+@pytest.mark.parametrize("embeddings", ["off", "local"])
+def test_the_block_is_read_in_a_bounded_number_of_queries(owner, settings, embeddings, django_assert_max_num_queries):
+    settings.MEMORYHUB_EMBEDDINGS = embeddings
     for number in range(200):
         _put(owner, f"key-{number}", f"prefers tea in the morning and coffee in the afternoon ({number})")
-    # 1. count and last update, 2. the hub probe of the words index (SQLite), 3. the ranked candidates,
-    # 4. their columns by id, 5. the newest that fit, 6. of the memories after the first that did not
-    # fit, those short enough for the room left (none here: the block is done)
-    with django_assert_max_num_queries(6):
+    # 1. count and last update, (embeddings on: the stamp of the user's vectors), 2. the hub probe of
+    # the words index (SQLite), 3. the ranked candidates, 4. their columns by id, 5. the newest that
+    # fit, 6. of the memories after the first that did not fit, those short enough for the room left
+    # (none here: the block is done)
+    with django_assert_max_num_queries(6 if embeddings == "off" else 7):
         selectors.context_block(owner=owner, uid="alice", budget=2200, query_text="tea")
 
 

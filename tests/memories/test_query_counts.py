@@ -7,6 +7,12 @@ from memories import services
 from memories.search import lexical
 
 
+@pytest.fixture(autouse=True)
+def _lexical_search(settings):
+    # The lexical path's counts; with embeddings on, tests/memories/embeddings/test_hybrid.py counts the hybrid one.
+    settings.MEMORYHUB_EMBEDDINGS = "off"
+
+
 @pytest.fixture
 def many_entries(owner):
     for number in range(30):

@@ -3,7 +3,9 @@
 Seeds a throwaway account with --users x --per-user entries (the vocabulary of `manage.py benchmark`:
 the common word is in about one value in eight, the rare one in one in 10,000), then times the two
 ways a search is read: the API's first page (its bounded count and 50 results) and the tool's top 10,
-for the common and the rare word, and removes the account and its entries again.
+for the common and the rare word, and removes the account and its entries again. It times the
+lexical ranking (MEMORYHUB_EMBEDDINGS=off while it runs); `manage.py benchmark_recall` times the
+hybrid one.
 """
 
 import random
@@ -13,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
+from django.test.utils import override_settings
 
 from benchmarks import workload
 from memories import selectors, services
@@ -39,8 +42,9 @@ class Command(BaseCommand):
             raise CommandError(f"An account named {ACCOUNT!r} exists: remove it first.")
         account, _ = account_create(username=ACCOUNT)
         try:
-            self.seed(account, users=users, per_user=per_user)
-            self.report(account, users=users, per_user=per_user, samples=samples)
+            with override_settings(MEMORYHUB_EMBEDDINGS="off"):
+                self.seed(account, users=users, per_user=per_user)
+                self.report(account, users=users, per_user=per_user, samples=samples)
         finally:
             account.delete()
 
@@ -65,8 +69,8 @@ class Command(BaseCommand):
     def report(self, account: User, *, users: int, per_user: int, samples: int) -> None:
         uid = workload.user_uid(0)
         self.stdout.write(
-            f"`?q=` in process on {connection.vendor}, {per_user:,} entries per user, {users * per_user:,} in the "
-            f"hub, {samples} calls each (ms):\n"
+            f"`?q=` (embeddings off) in process on {connection.vendor}, {per_user:,} entries per user, "
+            f"{users * per_user:,} in the hub, {samples} calls each (ms):\n"
         )
         self.stdout.write("| word | matches | API page (count + 50) p50 | p95 | tool top 10 p50 | p95 | order |")
         self.stdout.write("|---|---|---|---|---|---|---|")

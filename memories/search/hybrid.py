@@ -1,0 +1,306 @@
+"""Hybrid ranking: the lexical and the semantic rankings of one user's entries fused into one.
+
+Reciprocal rank fusion: an entry's score is the sum, over the rankings that found it, of
+weight / (RRF_K + its rank there), so an entry both rankings place high comes first, and one only
+the meaning finds (no shared word) still gets in. The lexical side is the lexical search's ranked
+candidates (memories.search.lexical); the semantic side is the user's SEMANTIC_CANDIDATES nearest
+vectors above vectors.MIN_SIMILARITY. The constants are tuned with `manage.py benchmark_recall
+--set tune` (docs/RECALL.md).
+
+The fused entries come first, best first; every other lexical match follows, newest first, as in
+the lexical search, so every entry the words find is still reachable by paging.
+
+The query is embedded in the request. When the provider fails or is slower than
+MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT, the search answers with the lexical ranking alone and says why
+(`SearchAnswer.ranking`), and skips the provider for PROVIDER_PAUSE_SECONDS, so later searches
+answer at lexical speed instead of each waiting for the timeout.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import overload
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db.models import QuerySet, TextChoices
+
+from memories.embeddings import EmbeddingError, get_provider
+from memories.models import MemoryEntry
+from memories.search import vectors
+from memories.search.lexical import COUNT_LIMIT, LexicalMatches, LexicalQuery, Order, matches
+
+logger = logging.getLogger(__name__)
+
+# How many of the user's nearest vectors take part in a fusion.
+SEMANTIC_CANDIDATES = 20
+# Reciprocal rank fusion: an entry at rank r of a ranking adds weight / (RRF_K + r).
+RRF_K = 60
+LEXICAL_WEIGHT = 1.0
+SEMANTIC_WEIGHT = 1.0
+# After a provider failure, searches answer by words alone for this long without asking it again.
+PROVIDER_PAUSE_SECONDS = 30.0
+
+
+class Semantic(TextChoices):
+    """What the semantic side did for a search."""
+
+    USED = "used", "fused with the lexical ranking"
+    OFF = "off", "embeddings are off"
+    UNAVAILABLE = "unavailable", "the provider failed or was too slow"
+
+
+_pause_lock = threading.Lock()
+_paused_until = 0.0
+_pause_reason = ""
+
+
+def _pause(reason: str) -> None:
+    global _paused_until, _pause_reason
+    with _pause_lock:
+        _paused_until, _pause_reason = time.monotonic() + PROVIDER_PAUSE_SECONDS, reason
+
+
+def provider_pause_clear() -> None:
+    """Ask the provider again at the next search (after the pause that follows a failure)."""
+    global _paused_until
+    with _pause_lock:
+        _paused_until = 0.0
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The semantic side of one search: the nearest entries (id, similarity) best first, or why there are none."""
+
+    entries: list[tuple[int, float]]
+    semantic: Semantic
+    reason: str = ""
+
+
+def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> Nearest:
+    """The user's entries nearest query_text by meaning; never raises for the provider's failures."""
+    provider = get_provider()
+    if provider is None:
+        return Nearest(entries=[], semantic=Semantic.OFF)
+    if time.monotonic() < _paused_until:
+        return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=_pause_reason)
+    try:
+        (query_vector,) = provider.embed([query_text], timeout=settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT)
+    except EmbeddingError as error:
+        logger.warning("search answered by words alone: %s", error)
+        _pause(str(error))
+        return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=str(error))
+    found = vectors.semantic_ranked(owner=owner, uid=uid, model=provider.name, query_vector=query_vector, limit=limit)
+    return Nearest(entries=found, semantic=Semantic.USED)
+
+
+def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int, float]:
+    """entry id -> fused score (reciprocal rank fusion of the two rankings, each best first)."""
+    scores: dict[int, float] = {}
+    for rank, entry_id in enumerate(lexical_ids, start=1):
+        scores[entry_id] = scores.get(entry_id, 0.0) + LEXICAL_WEIGHT / (RRF_K + rank)
+    for rank, (entry_id, _similarity) in enumerate(semantic, start=1):
+        scores[entry_id] = scores.get(entry_id, 0.0) + SEMANTIC_WEIGHT / (RRF_K + rank)
+    return scores
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One fused entry: its score and what each ranking said of it."""
+
+    entry_id: int
+    score: float
+    lexical_rank: int | None
+    lexical_score: float | None
+    semantic_similarity: float | None
+
+
+def _matched_terms(query: LexicalQuery, entry: MemoryEntry) -> tuple[str, ...]:
+    # As the lexical search names them: the query's words and phrases the folded key or value holds.
+    return tuple(
+        term for term in (*query.words, *query.phrases) if term in entry.key_folded or term in entry.value_folded
+    )
+
+
+class HybridMatches:
+    """One user's entries for a query, lexical and semantic results fused: the fused entries best first,
+    then every other lexical match newest first.
+
+    Sliced and counted like memories.search.LexicalMatches (matches[0:50] is a list of entries, each with
+    .score: the fused score, None past the fused entries; .lexical_rank, .lexical_score and
+    .semantic_similarity: None where that ranking did not find it; .matched_terms), and order_at(offset)
+    names the order the results from that offset on are in.
+    """
+
+    def __init__(self, *, lexical: LexicalMatches, nearest: list[tuple[int, float]]) -> None:
+        self.lexical = lexical
+        self.owner_id, self.uid, self.kind, self.query = lexical.owner_id, lexical.uid, lexical.kind, lexical.query
+        self.nearest = nearest
+        self._fused: list[Fused] | None = None
+        self._count: int | None = None
+
+    @property
+    def fused(self) -> list[Fused]:
+        """The fused entries, best first (ties newest first by id)."""
+        if self._fused is None:
+            nearest = self.nearest
+            if self.kind and nearest:
+                # The vectors know no kinds: keep the nearest of the kind asked for.
+                of_kind = set(
+                    MemoryEntry.objects.filter(
+                        owner_id=self.owner_id,
+                        uid=self.uid,
+                        kind=self.kind,
+                        pk__in=[entry_id for entry_id, _ in nearest],
+                    ).values_list("pk", flat=True)
+                )
+                nearest = [(entry_id, similarity) for entry_id, similarity in nearest if entry_id in of_kind]
+            candidates = self.lexical.candidates
+            scores = fuse([candidate.entry_id for candidate in candidates], nearest)
+            lexical = {candidate.entry_id: (rank, candidate.score) for rank, candidate in enumerate(candidates, 1)}
+            similarity = dict(nearest)
+            self._fused = sorted(
+                (
+                    Fused(
+                        entry_id=entry_id,
+                        score=score,
+                        lexical_rank=lexical[entry_id][0] if entry_id in lexical else None,
+                        lexical_score=lexical[entry_id][1] if entry_id in lexical else None,
+                        semantic_similarity=similarity.get(entry_id),
+                    )
+                    for entry_id, score in scores.items()
+                ),
+                key=lambda fused: (-fused.score, -fused.entry_id),
+            )
+        return self._fused
+
+    def _semantic_only(self) -> list[int]:
+        return [fused.entry_id for fused in self.fused if fused.lexical_rank is None]
+
+    def count(self) -> int:
+        """How many entries it holds, exactly up to COUNT_LIMIT; COUNT_LIMIT + 1 means more."""
+        if self._count is None:
+            count = self.lexical.count()
+            semantic_only = self._semantic_only()
+            if count <= COUNT_LIMIT and semantic_only:
+                # Found by meaning alone, unless the words match them too (further down, newest first).
+                also_lexical = self._lexical_queryset().filter(pk__in=semantic_only).count()
+                count = min(count + len(semantic_only) - also_lexical, COUNT_LIMIT + 1)
+            self._count = count
+        return self._count
+
+    @property
+    def count_exact(self) -> bool:
+        return self.count() <= COUNT_LIMIT
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def order_at(self, offset: int) -> Order:
+        return Order.RELEVANCE if offset < len(self.fused) else Order.NEWEST
+
+    def _lexical_queryset(self) -> QuerySet[MemoryEntry]:
+        return matches(owner_id=self.owner_id, uid=self.uid, kind=self.kind, query=self.query)
+
+    def queryset(self) -> QuerySet[MemoryEntry]:
+        """Every entry it holds, unordered (to sort them otherwise)."""
+        return self._lexical_queryset() | MemoryEntry.objects.filter(
+            owner_id=self.owner_id, uid=self.uid, pk__in=self._semantic_only()
+        )
+
+    def _tail(self) -> QuerySet[MemoryEntry]:
+        fused_ids = [fused.entry_id for fused in self.fused]
+        return self._lexical_queryset().exclude(pk__in=fused_ids).order_by("-updated", "-id")
+
+    def entry_ids(self, limit: int) -> list[int]:
+        """The ids of self[0:limit], in order, without reading the entries (for callers that read
+        only a few of their columns). The fused ids are the user's own vectors' and candidates'."""
+        ids = [fused.entry_id for fused in self.fused[:limit]]
+        wanted = limit - len(ids)
+        if wanted > 0 and self.lexical.count() > len(self.lexical.candidates):
+            ids += self._tail().values_list("pk", flat=True)[:wanted]
+        return ids
+
+    def _unranked(self, entry: MemoryEntry) -> MemoryEntry:
+        entry.score = entry.lexical_rank = entry.lexical_score = entry.semantic_similarity = None
+        entry.matched_terms = _matched_terms(self.query, entry)
+        return entry
+
+    def __iter__(self) -> Iterator[MemoryEntry]:
+        """Every entry: the fused ones, then the other lexical matches newest first."""
+        yield from self[0 : len(self.fused)]
+        for entry in self._tail():
+            yield self._unranked(entry)
+
+    @overload
+    def __getitem__(self, index: int) -> MemoryEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[MemoryEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> MemoryEntry | list[MemoryEntry]:
+        if isinstance(index, int):
+            one = self[index : index + 1]
+            if not one:
+                raise IndexError(index)
+            return one[0]
+        if index.step not in (None, 1):
+            raise TypeError("HybridMatches takes slices with a step of 1")
+        start, stop = index.start or 0, index.stop
+        if stop is None or start < 0 or stop < start:
+            raise ValueError("HybridMatches takes slices with a start and a stop, from 0 on")
+        head = self.fused[start:stop]
+        # The user's own rows only: a vector's id is never trusted to name another user's entry.
+        entries_by_id = (
+            MemoryEntry.objects.filter(owner_id=self.owner_id, uid=self.uid).in_bulk([fused.entry_id for fused in head])
+            if head
+            else {}
+        )
+        found: list[MemoryEntry] = []
+        for fused in head:
+            entry = entries_by_id.get(fused.entry_id)
+            if entry is not None:
+                entry.score, entry.lexical_rank = fused.score, fused.lexical_rank
+                entry.lexical_score, entry.semantic_similarity = fused.lexical_score, fused.semantic_similarity
+                entry.matched_terms = _matched_terms(self.query, entry)
+                found.append(entry)
+        wanted = stop - start - len(head)
+        if wanted > 0 and self.lexical.count() > len(self.lexical.candidates):
+            # Word matches the words index did not rank (held as substrings), so none of them is fused yet.
+            tail_start = max(0, start - len(self.fused))
+            found += [self._unranked(entry) for entry in self._tail()[tail_start : tail_start + wanted]]
+        return found
+
+
+# What a ranked search answers: the lexical matches alone, or fused with the nearest by meaning.
+RankedMatches = LexicalMatches | HybridMatches
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    """A search's entries, and whether the semantic side took part (and why not)."""
+
+    entries: "RankedMatches | QuerySet[MemoryEntry]"
+    semantic: Semantic
+    reason: str = ""
+
+    @property
+    def ranking(self) -> str:
+        """The API's X-MemoryHub-Ranking: hybrid, or "lexical; semantic off" / "lexical; semantic unavailable: why"."""
+        if self.semantic == Semantic.USED:
+            return "hybrid"
+        return f"lexical; semantic {self.semantic.value}" + (f": {self.reason}" if self.reason else "")
+
+
+def hybrid_search(*, owner: User, lexical: LexicalMatches, query_text: str) -> SearchAnswer:
+    """The lexical matches fused with the user's entries nearest query_text by meaning.
+
+    With embeddings off, or the provider failing, the answer is the lexical matches as they are. With
+    no vector near enough, the fused order is the lexical one (each entry with its fused score).
+    """
+    nearest = semantic_nearest(owner=owner, uid=lexical.uid, query_text=query_text)
+    if nearest.semantic != Semantic.USED:
+        return SearchAnswer(entries=lexical, semantic=nearest.semantic, reason=nearest.reason)
+    return SearchAnswer(entries=HybridMatches(lexical=lexical, nearest=nearest.entries), semantic=Semantic.USED)

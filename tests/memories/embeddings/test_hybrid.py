@@ -1,0 +1,205 @@
+"""Hybrid search: ?q=, the tool's query, the context block and the dashboard find by words and by meaning, in one
+ranking (the shipped local model, real vectors)."""
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from rest_framework.test import APIClient
+
+from memories import selectors, services
+from memories.embeddings.store import embeddings_process_pending
+from memories.search import hybrid
+from memories.search.hybrid import fuse
+from memories.search.vectors import MIN_SIMILARITY
+from tests.memories.embeddings.stand_in import StandIn, start_stand_in
+
+ALICE = {
+    "allergy": "allergic to peanuts and tree nuts",
+    "editor": "uses vim with a handful of plugins",
+    "pet": "has a golden retriever called Miso",
+    "language": "prefers Python, writes Rust on weekends",
+    "cloud": "deploys on Hetzner, avoids AWS",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_provider_state(settings) -> Iterator[None]:
+    settings.MEMORYHUB_EMBEDDINGS = "local"
+    hybrid.provider_pause_clear()
+    yield
+    hybrid.provider_pause_clear()
+
+
+@pytest.fixture
+def alice(owner: User) -> None:
+    for key, value in ALICE.items():
+        services.entry_put(owner=owner, uid="alice", key=key, value=value)
+    embeddings_process_pending()
+
+
+@pytest.fixture
+def endpoint(settings) -> Iterator[StandIn]:
+    stand_in = start_stand_in()
+    settings.MEMORYHUB_EMBEDDINGS = "openai"
+    settings.MEMORYHUB_EMBEDDINGS_URL, settings.MEMORYHUB_EMBEDDINGS_MODEL = stand_in.url, "letters"
+    try:
+        yield stand_in
+    finally:
+        stand_in.stop()
+
+
+def _search(api: APIClient, query_text: str, **params: str) -> tuple[list[dict], str]:
+    body, ranking = _search_page(api, query_text, **params)
+    return body["results"], ranking
+
+
+def _search_page(api: APIClient, query_text: str, **params: str) -> tuple[dict, str]:
+    response = api.get("/api/v1/users/alice/memories/", {"q": query_text, **params})
+    assert response.status_code == 200, response.content
+    return response.json(), response["X-MemoryHub-Ranking"]
+
+
+def test_a_question_sharing_no_word_with_the_memory_finds_it(owner_api: APIClient, alice: None) -> None:
+    results, ranking = _search(owner_api, "what kind of dog")
+    assert ranking == "hybrid"
+    assert results[0]["key"] == "pet"
+    assert results[0]["score"] > 0 and results[0]["semantic_similarity"] >= MIN_SIMILARITY
+    assert results[0]["lexical_rank"] is None and results[0]["matched_terms"] == []  # the meaning found it
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+
+
+def test_a_memory_found_by_words_and_meaning_comes_first(owner_api: APIClient, alice: None) -> None:
+    results, _ = _search(owner_api, "which editor, vim?")
+    assert results[0]["key"] == "editor"
+    assert results[0]["lexical_rank"] == 1 and results[0]["semantic_similarity"] is not None
+    assert "vim" in results[0]["matched_terms"]
+
+
+def test_the_tool_query_and_the_dashboard_use_the_same_ranking(
+    owner_api: APIClient, owner_client: Client, alice: None
+) -> None:
+    reply = owner_api.post(
+        "/api/v1/tool", {"action": "query", "uid": "alice", "query": "what kind of dog"}, format="json"
+    ).json()
+    assert reply["ok"] and reply["results"][0]["key"] == "pet"
+    page = owner_client.get("/user/", {"uid": "alice", "q": "what kind of dog"})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "golden retriever" in html and "best match first" in html
+    others = [html.index(value) for key, value in ALICE.items() if key != "pet" and value in html]
+    assert all(html.index("golden retriever") < place for place in others)
+
+
+def test_the_dashboard_sorted_by_a_column_keeps_what_the_meaning_found(owner_client: Client, alice: None) -> None:
+    html = owner_client.get("/user/", {"uid": "alice", "q": "what kind of dog", "sort": "key"}).content.decode()
+    assert "golden retriever" in html
+
+
+def test_the_context_block_puts_the_memory_meant_first(owner: User, alice: None) -> None:
+    block = selectors.context_block(owner=owner, uid="alice", budget=2000, query_text="what kind of dog")
+    assert block.entries[0].key == "pet" and block.entries[0].reason == "relevant"
+
+
+def test_another_accounts_or_users_memories_never_appear(
+    owner_api: APIClient, owner: User, stranger: User, alice: None
+) -> None:
+    services.entry_put(owner=stranger, uid="alice", key="stranger_pet", value="has a beagle called Rex")
+    services.entry_put(owner=owner, uid="bob", key="bob_pet", value="has a poodle called Fifi")
+    embeddings_process_pending()
+    results, _ = _search(owner_api, "what kind of dog")
+    assert [r["key"] for r in results] == ["pet"]
+
+
+def test_the_kind_filter_holds_in_a_hybrid_search(owner_api: APIClient, owner: User, alice: None) -> None:
+    services.entry_put(owner=owner, uid="alice", key="dander", value="allergic to dog hair", kind="health")
+    embeddings_process_pending()
+    results, ranking = _search(owner_api, "what kind of dog", kind="health")
+    assert ranking == "hybrid" and [r["key"] for r in results] == ["dander"]
+    results, _ = _search(owner_api, "what kind of dog", kind="preference")
+    assert results[0]["key"] == "pet" and "dander" not in {r["key"] for r in results}
+
+
+def test_word_matches_past_the_fused_ones_follow_newest_first_and_are_counted(
+    owner_api: APIClient, owner: User, alice: None
+) -> None:
+    # "nut" is held as a substring only ("peanuts", "donuts"): the words do not rank these, so they follow.
+    for number in range(4):
+        services.entry_put(owner=owner, uid="alice", key=f"snack-{number}", value=f"{number} donuts")
+    embeddings_process_pending()
+    body, ranking = _search_page(owner_api, "nut", page_size="50")
+    keys = [result["key"] for result in body["results"]]
+    assert ranking == "hybrid"
+    assert set(keys) >= {"allergy", "snack-0", "snack-1", "snack-2", "snack-3"}
+    assert len(keys) == len(set(keys)) == body["count"]
+    unranked = [result["key"] for result in body["results"] if result["score"] is None]
+    assert unranked == [key for key in ["snack-3", "snack-2", "snack-1", "snack-0", "allergy"] if key in unranked]
+
+
+def test_with_embeddings_off_search_is_lexical_and_says_so(owner_api: APIClient, settings, alice: None) -> None:
+    settings.MEMORYHUB_EMBEDDINGS = "off"
+    results, ranking = _search(owner_api, "retriever")
+    assert ranking == "lexical; semantic off"
+    assert [r["key"] for r in results] == ["pet"]
+    assert results[0]["lexical_rank"] is None and results[0]["semantic_similarity"] is None
+    assert _search(owner_api, "what kind of dog")[0] == []
+
+
+def test_a_failing_endpoint_leaves_a_lexical_answer_that_says_why(
+    owner_api: APIClient, owner_client: Client, endpoint: StandIn, alice: None
+) -> None:
+    endpoint.status = 503
+    results, ranking = _search(owner_api, "retriever")
+    assert [r["key"] for r in results] == ["pet"]
+    assert ranking.startswith("lexical; semantic unavailable: ") and "503" in ranking
+    asked = len(endpoint.requests)
+    # Paused: the next searches do not ask the failing endpoint again, and say why they are lexical.
+    assert _search(owner_api, "retriever")[1] == ranking
+    html = owner_client.get("/user/", {"uid": "alice", "q": "retriever"}).content.decode()
+    assert "Searched by words alone" in html and "golden retriever" in html
+    assert len(endpoint.requests) == asked
+
+
+def test_a_slow_endpoint_is_given_up_after_the_query_timeout(
+    owner_api: APIClient, settings, endpoint: StandIn, alice: None
+) -> None:
+    settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT = 0.2
+    endpoint.delay_seconds = 2.0
+    started = time.monotonic()
+    results, ranking = _search(owner_api, "retriever")
+    assert time.monotonic() - started < 1.5
+    assert [r["key"] for r in results] == ["pet"]
+    assert ranking.startswith("lexical; semantic unavailable: ")
+
+
+def test_an_endpoint_that_answers_is_fused_with_the_words(
+    owner_api: APIClient, owner: User, endpoint: StandIn, alice: None
+) -> None:
+    embeddings_process_pending()  # the endpoint's vectors for alice's memories
+    results, ranking = _search(owner_api, "retriever")
+    assert ranking == "hybrid" and results[0]["key"] == "pet"
+    assert endpoint.requests[-1].body["input"] == ["retriever"]  # the query went to the endpoint
+
+
+def test_reciprocal_rank_fusion_rewards_agreement() -> None:
+    scores = fuse([1, 2, 3], [(3, 0.9), (4, 0.8)])
+    assert max(scores, key=scores.__getitem__) == 3  # third by words, first by meaning
+    assert scores[1] > scores[4] > 0  # first by words beats second by meaning alone
+
+
+SEARCH_PROBE = 1 if connection.vendor == "sqlite" else 0
+
+
+def test_a_hybrid_search_takes_one_query_more_than_a_lexical_one(
+    owner_api: APIClient, alice: None, django_assert_num_queries
+) -> None:
+    _search(owner_api, "python")  # the user's vectors are cached from here on
+    # 1. the token and its account, 2. the stamp of the user's vectors (the cache is current),
+    # (SQLite: the words index probe), 3. the lexical candidates, 4. the page's entries, 5. the count
+    # of matches: a lexical search's queries and the stamp
+    with django_assert_num_queries(5 + SEARCH_PROBE):
+        results, ranking = _search(owner_api, "python")
+    assert ranking == "hybrid" and results[0]["key"] == "language"
