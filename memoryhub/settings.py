@@ -228,9 +228,12 @@ else:
 # The shared table's file: in /dev/shm (memory, never written to disk) where the system has it,
 # one per data folder and database, so two hubs on one machine keep their own counters.
 _SHARED_MEMORY_DIR = Path("/dev/shm")
-MEMORYHUB_RATE_LIMIT_TABLE = (
-    _SHARED_MEMORY_DIR if _SHARED_MEMORY_DIR.is_dir() and os.access(_SHARED_MEMORY_DIR, os.W_OK) else DATA_DIR
-) / ("memoryhub-ratelimit-" + hashlib.sha256(f"{DATA_DIR.resolve()}|{DATABASE_URL}".encode()).hexdigest()[:16])
+_SHARED_DIR = _SHARED_MEMORY_DIR if _SHARED_MEMORY_DIR.is_dir() and os.access(_SHARED_MEMORY_DIR, os.W_OK) else DATA_DIR
+_SHARED_SUFFIX = hashlib.sha256(f"{DATA_DIR.resolve()}|{DATABASE_URL}".encode()).hexdigest()[:16]
+MEMORYHUB_RATE_LIMIT_TABLE = _SHARED_DIR / f"memoryhub-ratelimit-{_SHARED_SUFFIX}"
+# The API tokens' generation counter (memoryhub.authentication), beside it: every change to a token
+# or an account bumps it, and every worker of this hub forgets the tokens it held.
+MEMORYHUB_TOKEN_GENERATION_FILE = _SHARED_DIR / f"memoryhub-tokens-{_SHARED_SUFFIX}"
 
 # Panels other apps add to the dashboard's overview: dotted paths of callables (request, owner) ->
 # None or {"template": ..., values} (see memories.views._overview_panels). Append new panels below.
@@ -307,7 +310,7 @@ if MEMORYHUB_EMBEDDINGS == "openai":
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "memoryhub.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
