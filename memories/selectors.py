@@ -33,7 +33,9 @@ def account_policy(*, account: User) -> AccountPolicy:
 
 def entry_get(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
     """The entry (uid, key) of this account, or None."""
-    return MemoryEntry.objects.filter(owner=owner, uid=uid, key=key).first()
+    # (owner, uid, key) is unique: no ORDER BY (first() would add one), just the one row.
+    found = list(MemoryEntry.objects.filter(owner=owner, uid=uid, key=key)[:1])
+    return found[0] if found else None
 
 
 def entry_list(*, owner: User, uid: str, kind: str | None = None) -> QuerySet[MemoryEntry]:

@@ -1,5 +1,6 @@
 """What the API reads and writes. Serializers parse and check shapes; services do the writing."""
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -41,6 +42,21 @@ class EntrySerializer(serializers.ModelSerializer):
         model = MemoryEntry
         fields = ["uid", "key", "value", "kind", "meta", "version", "created", "updated"]
         read_only_fields = fields
+
+
+@functools.cache
+def _entry_representer() -> EntrySerializer:
+    return EntrySerializer()
+
+
+def entry_data(entry: MemoryEntry) -> dict[str, Any]:
+    """One entry as EntrySerializer shows it, through one serializer built once per process.
+
+    A ModelSerializer builds its fields from the model each time one is made (most of what
+    `EntrySerializer(entry).data` costs); a list's serializer builds them once and reuses its child
+    for every row, and this reuses one the same way for every single entry.
+    """
+    return _entry_representer().to_representation(entry)
 
 
 class SearchResultSerializer(EntrySerializer):

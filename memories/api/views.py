@@ -43,6 +43,7 @@ from memories.api.serializers import (
     SearchResultSerializer,
     SyncStatusSerializer,
     UserSummarySerializer,
+    entry_data,
 )
 from memories.backends import hub_status
 from memories.models import MemoryEntry
@@ -76,7 +77,7 @@ def _paginate(
 
 def _write_response(result: services.PutResult) -> Response:
     code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
-    return with_etag(Response(EntrySerializer(result.entry).data, status=code), result.entry)
+    return with_etag(Response(entry_data(result.entry), status=code), result.entry)
 
 
 def _info_sync(request: Request) -> dict[str, bool | int]:
@@ -267,7 +268,7 @@ class MemoryViewSet(HubViewSet):
         entry = self._entry(request, uid, key)
         if if_none_match_holds(request, entry_etag(entry)):
             return with_etag(Response(status=status.HTTP_304_NOT_MODIFIED), entry)
-        return with_etag(Response(EntrySerializer(entry).data), entry)
+        return with_etag(Response(entry_data(entry)), entry)
 
     @extend_schema(
         summary="Store a memory (upsert): 201 when created, 200 when changed or unchanged",
@@ -307,7 +308,7 @@ class MemoryViewSet(HubViewSet):
             expected_version=expected_version,
             **body.validated_data,
         )
-        return with_etag(Response(EntrySerializer(result.entry).data), result.entry)
+        return with_etag(Response(entry_data(result.entry)), result.entry)
 
     @extend_schema(
         summary="Delete a memory (its history stays)",
@@ -350,7 +351,7 @@ class MemoryViewSet(HubViewSet):
         entry = services.entry_restore(
             owner=account, uid=uid, key=key, actor=account, expected_version=expected_version
         )
-        return with_etag(Response(EntrySerializer(entry).data, status=status.HTTP_201_CREATED), entry)
+        return with_etag(Response(entry_data(entry), status=status.HTTP_201_CREATED), entry)
 
     @extend_schema(
         summary="A memory's history, newest first",

@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import Field, ValidationError
 
 from memories import context, selectors, services
-from memories.api.serializers import ContextBlockSerializer, EntrySerializer, EventSerializer
+from memories.api.serializers import ContextBlockSerializer, EventSerializer, entry_data
 from memories.models import DEFAULT_KIND, KEY_MAX_LENGTH, UID_MAX_LENGTH, MemoryEntry
 from memories.validation import InvalidField, check_key, check_uid
 
@@ -81,7 +81,7 @@ async def in_django(work: Callable[[], Result]) -> Result:
 
 
 def _entry_data(entry: MemoryEntry) -> dict[str, Any]:
-    return dict(EntrySerializer(entry).data)
+    return entry_data(entry)
 
 
 def _arguments_message(tool: str, error: ValidationError) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories import outbox
@@ -51,7 +51,28 @@ class PutResult:
 
 
 def _locked_entry(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
-    return MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid, key=key).first()
+    # (owner, uid, key) is unique: the one row, with no ORDER BY (first() would add one).
+    found = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid, key=key)[:1])
+    return found[0] if found else None
+
+
+def _insert(entry: MemoryEntry) -> IntegrityError | None:
+    """Insert a new entry; the IntegrityError when a concurrent writer inserted the same (owner, uid, key)
+    between our read and our insert, which can happen on PostgreSQL (a row that does not exist yet cannot be
+    locked): there the insert runs in a savepoint, whose rollback keeps the transaction usable.
+
+    SQLite's IMMEDIATE transactions (settings.SQLITE_OPTIONS) hold the write lock from BEGIN, so no other
+    writer inserts in between: no savepoint (two statements fewer), and any error is raised as it is.
+    """
+    if connection.vendor == "sqlite":
+        entry.save(force_insert=True)
+        return None
+    try:
+        with transaction.atomic():
+            entry.save(force_insert=True)
+    except IntegrityError as conflict:
+        return conflict
+    return None
 
 
 def _last_version(*, owner: User, uid: str, key: str) -> int:
@@ -182,15 +203,13 @@ def entry_put(
                 version=_last_version(owner=owner, uid=uid, key=key) + 1,
                 honcho_session_id=new_honcho_session_id(),
             )
-            try:
-                with transaction.atomic():
-                    entry.save(force_insert=True)
-            except IntegrityError:
+            conflict = _insert(entry)
+            if conflict is not None:
                 # A concurrent writer created the same entry between our read and our insert
                 # (possible on PostgreSQL): apply this write on top of theirs.
                 entry = _locked_entry(owner=owner, uid=uid, key=key)
                 if entry is None:
-                    raise
+                    raise conflict
             else:
                 _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
                 sync_outbox_record(owner=owner, entries=[entry])
