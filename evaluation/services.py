@@ -299,6 +299,9 @@ def measure_recall(backend: MemoryBackend, *, probe_uid: str, limits: Limits = N
             uid = recall_probe_uid(probe_uid, memory.uid)
             stored[uid].append(memory.key)
             backend.put(uid, memory.key, memory.value, kind=memory.kind)
+        for uid in stored:
+            # Findable in every way find finds, as a user asking a few seconds later would find them.
+            backend.settle(uid)
         for question in probe.questions:
             if cut_short():
                 return None

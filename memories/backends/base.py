@@ -86,7 +86,17 @@ class MemoryBackend(ABC):
 
     @abstractmethod
     def find(self, uid: str, query_text: str, limit: int = DEFAULT_FIND_LIMIT) -> list[BackendEntry]:
-        """uid's entries whose key or value holds query_text (any case), newest first, at most limit."""
+        """uid's entries that match query_text, at most limit, in the backend's order. Raises BackendError.
+
+        Every entry whose key or value holds query_text (any case) is a match, as in the reference,
+        and a backend may find more (by words, or by meaning). The order is the backend's best
+        answer first: the reference's scan (and the honcho backend) answer newest first; the local
+        backend answers as the hub's ?q= ranks (memories.backends.local).
+        """
+
+    def settle(self, uid: str) -> None:  # noqa: B027 - optional: most backends find what they stored at once
+        """Make what was stored for uid findable in every way find finds (the local backend makes
+        the vectors its worker would make within seconds). Never raises."""
 
     @abstractmethod
     def list(self, uid: str) -> list[BackendEntry]:

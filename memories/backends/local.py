@@ -1,13 +1,18 @@
 """The local backend: this hub's own database, through memories.services and memories.selectors."""
 
+import logging
 from typing import Any
 
 from django.db import DatabaseError, connection
 
 from memories import selectors, services
 from memories.backends.base import DEFAULT_FIND_LIMIT, Availability, BackendEntry, BackendError, MemoryBackend
+from memories.embeddings import EmbeddingError
+from memories.embeddings.store import embeddings_process_pending
 from memories.models import MemoryEntry
 from memories.validation import InvalidField
+
+logger = logging.getLogger(__name__)
 
 
 def database_availability() -> Availability:
@@ -63,15 +68,24 @@ class LocalBackend(MemoryBackend):
         return _entry(entry) if entry is not None else None
 
     def find(self, uid: str, query_text: str, limit: int = DEFAULT_FIND_LIMIT) -> list[BackendEntry]:
+        """The hub's ranked search, as ?q= and the tool's query answer: with embeddings on, the hybrid
+        ranking (words and meaning fused); off, the words alone; then the other word matches newest
+        first. Every entry the reference's substring scan finds is among the matches, in this order
+        rather than newest first. A query of 1 or 2 characters is that scan, newest first."""
         try:
-            # The protocol's find is newest first, as every backend answers it; the API's ranked
-            # search orders by relevance instead, so this asks for the substring match.
-            found = selectors.entry_find(
-                owner=self.owner, uid=uid, query_text=query_text, match=selectors.MATCH_SUBSTRING
-            )
+            found = selectors.entry_find(owner=self.owner, uid=uid, query_text=query_text)
             return [_entry(entry) for entry in found[:limit]]
         except DatabaseError as error:
             raise BackendError(f"the database failed: {error}", retryable=True) from error
+
+    def settle(self, uid: str) -> None:
+        """Embed uid's pending entries now, as the worker would (nothing to do with embeddings off)."""
+        try:
+            while embeddings_process_pending(owner=self.owner, uid=uid):
+                pass
+        except (EmbeddingError, DatabaseError) as error:
+            # find still answers, by words alone.
+            logger.warning("the local backend could not embed %s's entries: %s", uid, error)
 
     def list(self, uid: str) -> list[BackendEntry]:
         try:

@@ -81,10 +81,13 @@ class Claimed:
     text: str
 
 
-def _claim(limit: int) -> list[Claimed]:
-    """Take up to `limit` pending rows for this pass, with the entries' text as it is now."""
+def _claim(limit: int, *, owner: User | None = None, uid: str | None = None) -> list[Claimed]:
+    """Take up to `limit` pending rows for this pass (of one account's user, when given), with the
+    entries' text as it is now."""
     now = timezone.now()
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    if owner is not None and uid is not None:
+        free &= Q(owner=owner, uid=uid)
     with transaction.atomic():
         candidates = EntryEmbedding.objects.filter(free, pending=True).order_by("entry_id")
         if connection.features.has_select_for_update_skip_locked:
@@ -142,8 +145,9 @@ def _release(claimed: list[Claimed]) -> None:
     EntryEmbedding.objects.filter(entry_id__in=[item.entry_id for item in claimed]).update(claimed_until=None)
 
 
-def embeddings_process_pending(*, limit: int = DEFAULT_BATCH) -> int:
-    """Embed up to `limit` pending entries in one batch; the number of vectors stored.
+def embeddings_process_pending(*, limit: int = DEFAULT_BATCH, owner: User | None = None, uid: str | None = None) -> int:
+    """Embed up to `limit` pending entries in one batch (only those of owner's uid, when both are
+    given); the number of vectors stored.
 
     0 when embeddings are off or nothing is pending. An EmbeddingError (the endpoint down, the
     model missing) releases the claim and is raised to the caller, which decides when to try again.
@@ -151,7 +155,7 @@ def embeddings_process_pending(*, limit: int = DEFAULT_BATCH) -> int:
     provider = get_provider()
     if provider is None:
         return 0
-    claimed = _claim(limit)
+    claimed = _claim(limit, owner=owner, uid=uid)
     if not claimed:
         return 0
     try:

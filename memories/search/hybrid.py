@@ -27,7 +27,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import QuerySet, TextChoices
 
-from memories.embeddings import EmbeddingError, get_provider
+from memories.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memories.models import MemoryEntry
 from memories.search import vectors
 from memories.search.lexical import COUNT_LIMIT, LexicalMatches, LexicalQuery, Order, matches
@@ -53,21 +53,26 @@ class Semantic(TextChoices):
 
 
 _pause_lock = threading.Lock()
-_paused_until = 0.0
-_pause_reason = ""
+# id of a provider (each made once per process and setting) -> (paused until, why)
+_paused: dict[int, tuple[float, str]] = {}
 
 
-def _pause(reason: str) -> None:
-    global _paused_until, _pause_reason
+def _pause(provider: EmbeddingProvider, reason: str) -> None:
     with _pause_lock:
-        _paused_until, _pause_reason = time.monotonic() + PROVIDER_PAUSE_SECONDS, reason
+        _paused[id(provider)] = (time.monotonic() + PROVIDER_PAUSE_SECONDS, reason)
+
+
+def _pause_reason(provider: EmbeddingProvider) -> str | None:
+    """Why this provider is not asked now, or None when it may be."""
+    with _pause_lock:
+        until, reason = _paused.get(id(provider), (0.0, ""))
+    return reason if time.monotonic() < until else None
 
 
 def provider_pause_clear() -> None:
-    """Ask the provider again at the next search (after the pause that follows a failure)."""
-    global _paused_until
+    """Ask the providers again at the next search (after the pause that follows a failure)."""
     with _pause_lock:
-        _paused_until = 0.0
+        _paused.clear()
 
 
 @dataclass(frozen=True)
@@ -84,13 +89,14 @@ def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEM
     provider = get_provider()
     if provider is None:
         return Nearest(entries=[], semantic=Semantic.OFF)
-    if time.monotonic() < _paused_until:
-        return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=_pause_reason)
+    paused = _pause_reason(provider)
+    if paused is not None:
+        return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=paused)
     try:
         (query_vector,) = provider.embed([query_text], timeout=settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT)
     except EmbeddingError as error:
         logger.warning("search answered by words alone: %s", error)
-        _pause(str(error))
+        _pause(provider, str(error))
         return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=str(error))
     found = vectors.semantic_ranked(owner=owner, uid=uid, model=provider.name, query_vector=query_vector, limit=limit)
     return Nearest(entries=found, semantic=Semantic.USED)

@@ -21,6 +21,7 @@ from honcho_double import Fault, HonchoDouble
 from honcho_double.server import IN_PROCESS_BASE_URL
 from memories import accounts, selectors, services
 from memories.backends import make_backend
+from memories.embeddings.store import embeddings_process_pending
 from memories.models import PROBE_USERNAME, MemoryEntry, MemoryEvent
 from tests.support.honcho import closed_port_url
 
@@ -35,16 +36,17 @@ def honcho_on(double: HonchoDouble) -> dict:
     return {"honcho": {"http_client": double.http_client()}}
 
 
-def substring_recall(owner, probe: RecallSet) -> float:
+def probe_recall(owner, probe: RecallSet, match: str = selectors.MATCH_RANKED) -> float:
     """recall@5 computed apart from the evaluation: the probe's people stored for owner through the
-    services, each question asked of the selector's substring match (what the local backend's find is)."""
+    services (and embedded, as the worker does), each question asked of the selector: the ranked
+    search ?q= answers (what the local backend's find is), or the reference's substring scan."""
     for memory in probe.memories:
         services.entry_put(owner=owner, uid=memory.uid, key=memory.key, value=memory.value, kind=memory.kind)
+    while embeddings_process_pending():
+        pass
     answered = 0
     for question in probe.questions:
-        found = selectors.entry_find(
-            owner=owner, uid=question.uid, query_text=question.text, match=selectors.MATCH_SUBSTRING
-        )
+        found = selectors.entry_find(owner=owner, uid=question.uid, query_text=question.text, match=match)
         keys = [entry.key for entry in found[:RECALL_AT]]
         answered += any(key in keys for key in probe.answer_keys(question))
     return answered / len(probe.questions)
@@ -78,16 +80,29 @@ def test_the_probe_is_two_peoples_memories_and_their_answerable_test_questions()
     assert all(question.split == Split.TEST and question.answers for question in probe.questions)
 
 
-def test_local_recall_is_what_the_selectors_find_on_the_same_probe(owner):
+@pytest.mark.parametrize("embeddings", ["local", "off"])
+def test_local_recall_is_what_the_hubs_search_finds_on_the_same_probe(owner, settings, embeddings):
+    settings.MEMORYHUB_EMBEDDINGS = embeddings
     (local,) = evaluation_run(backend_names=["local"], ops=1).scores
-    assert local.recall_at_5 == substring_recall(owner, recall_probe())
+    assert local.recall_at_5 == probe_recall(owner, recall_probe())
+
+
+def test_local_recall_is_a_real_figure_where_the_references_scan_finds_nothing(owner, settings):
+    settings.MEMORYHUB_EMBEDDINGS = "local"
+    (hybrid,) = evaluation_run(backend_names=["local"], ops=1).scores
+    settings.MEMORYHUB_EMBEDDINGS = "off"
+    (words,) = evaluation_run(backend_names=["local"], ops=1).scores
+    substring = probe_recall(owner, recall_probe(), match=selectors.MATCH_SUBSTRING)
+    assert substring == 0.0  # the probe's questions are sentences: no memory holds one whole
+    assert hybrid.recall_at_5 is not None and words.recall_at_5 is not None
+    assert hybrid.recall_at_5 > words.recall_at_5 > substring
 
 
 def test_local_recall_rises_when_the_questions_hold_the_answers_words(owner, monkeypatch):
     asked_by_key = keys_as_questions(recall_probe())
     monkeypatch.setattr("evaluation.services.recall_probe", lambda: asked_by_key)
     (local,) = evaluation_run(backend_names=["local"], ops=1).scores
-    expected = substring_recall(owner, asked_by_key)
+    expected = probe_recall(owner, asked_by_key)
     assert local.recall_at_5 == expected and expected > 0.5
 
 

@@ -43,13 +43,21 @@ def test_a_missing_key_answers_none(backend: MemoryBackend):
     assert backend.get("bob", "editor") is None
 
 
-def test_find_matches_key_or_value_in_any_case_newest_first(backend: MemoryBackend):
+def test_find_matches_key_or_value_in_any_case_in_the_backends_order(backend: MemoryBackend):
     backend.put("alice", "language", "prefers Python")
     backend.put("alice", "editor", "uses vim")
     backend.put("alice", "pythonpath", "/opt/lib")
-    assert keys(backend.find("alice", "PYTHON")) == ["pythonpath", "language"]
+    for uid in ("alice", "bob"):
+        backend.settle(uid)
+    found = keys(backend.find("alice", "PYTHON"))
+    if isinstance(backend, LocalBackend):
+        # The hub's ranked search: the whole word first, then what holds it inside a longer word.
+        assert found == ["language", "pythonpath"]
+    else:
+        assert found == ["pythonpath", "language"]  # newest first, as the reference's scan
     assert keys(backend.find("alice", "vim")) == ["editor"]
     assert backend.find("alice", "rust") == []
+    assert backend.find("bob", "python") == []
 
 
 def test_find_returns_at_most_the_limit(backend: MemoryBackend):
