@@ -38,21 +38,33 @@ def _wants_traceback(argv: list[str]) -> bool:
     return False
 
 
+def _shortened(error: BaseException, argv: list[str]) -> int:
+    """Exit status 2 after the one line that names a configuration mistake; any other error re-raised."""
+    from memoryhub.errors import configuration_error
+
+    message = configuration_error(error)
+    if message is None or _wants_traceback(argv):
+        raise error
+    sys.stderr.write(f"memoryhub: {message}\nmemoryhub: (run again with -v 2 or DEBUG=1 for the traceback)\n")
+    return 2
+
+
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     _secret_key_from_data_dir()
-    from django.core.management import execute_from_command_line
+    if argv[1:2] == ["mcp"] and sys.platform != "win32":
+        # The stdio MCP server answers its client before Django is loaded (memories.mcp.stdio).
+        from memories.mcp import stdio
 
-    from memoryhub.errors import configuration_error
+        account = stdio.quick_account(argv[2:])
+        if account is not None:
+            return stdio.serve(account, on_error=lambda error: _shortened(error, argv))
+    from django.core.management import execute_from_command_line
 
     try:
         execute_from_command_line(argv)
-    except Exception as error:  # only configuration errors are shortened; the rest re-raise
-        message = configuration_error(error)
-        if message is None or _wants_traceback(argv):
-            raise
-        sys.stderr.write(f"memoryhub: {message}\nmemoryhub: (run again with -v 2 or DEBUG=1 for the traceback)\n")
-        return 2
+    except Exception as error:  # noqa: BLE001 - only configuration errors are shortened; the rest re-raise
+        return _shortened(error, argv)
     return 0
 
 

@@ -8,7 +8,8 @@
   keep-alive HTTP client, alternating in blocks so that load on the machine falls on both alike.
   The MCP session's initialize handshake is made once, before timing. Target: MCP p50 <= 1.5 x REST p50.
 - stdio: seconds from starting `manage.py mcp --account NAME` to the answer of list_tools (after
-  initialize), a few times. Target: <= 2 s.
+  initialize), a few times. The first start finds no kept answers (memories.mcp.stdio) and waits for
+  the SDK; the later ones are answered from what the first kept. Target: <= 2 s.
 """
 
 import asyncio
@@ -37,7 +38,7 @@ from memories.accounts import account_create
 CONTEXT_TARGET_SECONDS = 0.005
 MCP_OVER_REST_TARGET = 1.5
 STDIO_TARGET_SECONDS = 2.0
-STDIO_STARTS = 3
+STDIO_STARTS = 4
 BENCHMARK_ACCOUNT = "agents-benchmark"
 RECALL_LIMIT = 10
 BLOCK = 20
@@ -174,10 +175,12 @@ async def _stdio_list_tools(parameters: StdioServerParameters) -> float:
 
 
 def time_stdio_start(workdir: Path) -> list[tuple[float, float]]:
-    """(wall seconds to the list_tools answer, CPU seconds the server process used in all) per start.
+    """(wall seconds to the list_tools answer, CPU seconds the server process used in all) per start,
+    the first on a data folder that holds no kept answers yet.
 
     The CPU seconds do not grow with the machine's load as the wall time does: they tell what the
-    start costs on an idle machine."""
+    start costs on an idle machine. A start answered from the kept answers is stopped by the client
+    before it has loaded everything, so its CPU seconds are those it used until then."""
     parameters = StdioServerParameters(
         command=sys.executable,
         args=["manage.py", "mcp", "--account", BENCHMARK_ACCOUNT],
@@ -257,12 +260,15 @@ def run(*, workdir: Path, entries: int, users: int, samples: int, http: bool, pr
         "",
         "## stdio: from starting `manage.py mcp` to the list_tools answer",
         "",
-        "Seconds to the answer, each start: " + ", ".join(f"{seconds:.2f}" for seconds, _ in starts) + "; "
-        "CPU seconds of the server process (start, answer and exit): "
+        "Seconds to the answer, each start (the first with nothing kept yet): "
+        + ", ".join(f"{seconds:.2f}" for seconds, _ in starts)
+        + "; CPU seconds of the server process (start, answer and exit): "
         + ", ".join(f"{cpu:.2f}" for _, cpu in starts)
         + ".",
         "",
-        f"Target <= {STDIO_TARGET_SECONDS:g} s: slowest {max(seconds for seconds, _ in starts):.2f} s, "
-        f"{_verdict(max(seconds for seconds, _ in starts) <= STDIO_TARGET_SECONDS)}.",
+        f"Target <= {STDIO_TARGET_SECONDS:g} s: first start {starts[0][0]:.2f} s, "
+        f"{_verdict(starts[0][0] <= STDIO_TARGET_SECONDS)}; later starts, slowest "
+        f"{max(seconds for seconds, _ in starts[1:]):.2f} s, "
+        f"{_verdict(max(seconds for seconds, _ in starts[1:]) <= STDIO_TARGET_SECONDS)}.",
     ]
     return "\n".join(lines) + "\n"

@@ -10,15 +10,17 @@ The account comes from the transport: stdio serves one account named on the comm
 Streamable HTTP finds the token's account in the request scope (memories.mcp.http).
 """
 
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, Protocol, TypeVar, cast
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -95,8 +97,31 @@ def _arguments_message(tool: str, error: ValidationError) -> str:
     return " ".join(problems) + f" Change {', '.join(dict.fromkeys(fields))} and call {tool} again."
 
 
+class LineSource(Protocol):
+    """The client's messages, one JSON-RPC message a line."""
+
+    def __aiter__(self) -> AsyncIterator[str]: ...
+
+
+class LineSink(Protocol):
+    """Where the answers go, one JSON-RPC message a line."""
+
+    async def write(self, text: str) -> None: ...
+
+    async def flush(self) -> None: ...
+
+
 class HubMCPServer(MCPServer):
     """MCPServer whose answer to arguments that break the schema names each one and what to change."""
+
+    async def run_streams(self, stdin: "LineSource", stdout: "LineSink") -> None:
+        """Serve one session over stdio-like streams, as run_stdio_async serves the process's own
+        stdin and stdout (memories.mcp.stdio hands it the session it began)."""
+        # stdio_server reads and writes its streams only through the two protocols' methods.
+        lines_in, lines_out = cast("anyio.AsyncFile[str]", stdin), cast("anyio.AsyncFile[str]", stdout)
+        async with stdio_server(stdin=lines_in, stdout=lines_out) as (read_stream, write_stream):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
@@ -109,7 +134,7 @@ class HubMCPServer(MCPServer):
             raise
 
 
-def build_server(account_for: AccountResolver) -> MCPServer:
+def build_server(account_for: AccountResolver) -> HubMCPServer:
     """The MCP server whose tools act for the account that account_for(ctx) names."""
     server = HubMCPServer(name=SERVER_NAME, instructions=INSTRUCTIONS, version=settings.VERSION, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)

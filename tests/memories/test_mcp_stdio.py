@@ -1,14 +1,20 @@
 """The MCP server over stdio: a real `manage.py mcp --account NAME` process, driven by the official
 SDK's stdio client."""
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from mcp import ClientSession, stdio_client
 
-from tests.memories.mcp_hub import hub_environment, stdio_session
+from memories.mcp.stdio import KEPT_ANSWERS_FILE
+from tests.memories.mcp_hub import hub_environment, stdio_parameters, stdio_session
 from tests.support.hub_process import PROJECT, HubDatabase, create_token, hub_database
 
 pytestmark = pytest.mark.process
@@ -97,3 +103,65 @@ def test_a_change_made_over_stdio_is_written_with_its_history(database, environm
     )
     assert entries == [("Lyon", "fact", 2)]
     assert events == [("create", 1, "Paris"), ("update", 2, "Lyon")]
+
+
+def _fresh_data_dir(database: HubDatabase, data_dir: Path) -> dict[str, str]:
+    """The environment of a process on the same database whose data folder (and kept answers) is data_dir."""
+    url = database.postgres_url or f"sqlite:///{database.sqlite_path}"
+    return hub_environment(database, DATABASE_URL=url, MEMORYHUB_DATA_DIR=str(data_dir))
+
+
+async def _start(environment: dict[str, str], *, after_list: Any = None) -> tuple[Any, list, Any]:
+    """(initialize result, tools listed first, what after_list(session, changed) returned) of one start."""
+    changed = anyio.Event()
+
+    async def on_message(message: object) -> None:
+        for candidate in (message, getattr(message, "root", None)):
+            if getattr(candidate, "method", None) == "notifications/tools/list_changed":
+                changed.set()
+
+    with open(os.devnull, "w") as quiet:
+        async with (
+            stdio_client(stdio_parameters(environment, "desk"), errlog=quiet) as (read, write),
+            ClientSession(read, write, message_handler=on_message) as session,
+        ):
+            started = await session.initialize()
+            tools = (await session.list_tools()).tools
+            later = await after_list(session, changed) if after_list else None
+    return started, tools, later
+
+
+def test_a_later_start_answers_with_the_answers_the_sdk_gave_before(database, tmp_path):
+    environment = _fresh_data_dir(database, tmp_path)
+
+    first_started, first_tools, _ = anyio.run(_start, environment)
+    assert (tmp_path / KEPT_ANSWERS_FILE).exists()
+    again_started, again_tools, _ = anyio.run(_start, environment)
+
+    assert again_started.model_dump() == first_started.model_dump()
+    assert [tool.model_dump() for tool in again_tools] == [tool.model_dump() for tool in first_tools]
+
+
+def test_kept_answers_that_went_stale_are_replaced_and_the_client_told(database, tmp_path):
+    environment = _fresh_data_dir(database, tmp_path)
+    _, sdk_tools, _ = anyio.run(_start, environment)
+    kept_path = tmp_path / KEPT_ANSWERS_FILE
+    kept = json.loads(kept_path.read_text())
+    for answers in kept["versions"].values():
+        answers["tools"]["tools"][0]["description"] = "An older description."
+    kept_path.write_text(json.dumps(kept))
+
+    async def list_once_told(session: ClientSession, changed: anyio.Event) -> list:
+        with anyio.fail_after(120):
+            await changed.wait()
+        return (await session.list_tools()).tools
+
+    _, stale_tools, fresh_tools = anyio.run(lambda: _start(environment, after_list=list_once_told))
+
+    assert stale_tools[0].description == "An older description."
+    assert [tool.model_dump() for tool in fresh_tools] == [tool.model_dump() for tool in sdk_tools]
+    rewritten = json.loads(kept_path.read_text())
+    assert all(
+        answers["tools"]["tools"][0]["description"] != "An older description."
+        for answers in rewritten["versions"].values()
+    )

@@ -11,6 +11,9 @@ class Command(BaseCommand):
         "every tool reads and writes that account's memories, as its API token would."
     )
 
+    # The system checks would import every URL, view and schema of the site, which the tools never use.
+    requires_system_checks: list[str] = []
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--account", required=True, help="The account whose memories the tools use.")
 

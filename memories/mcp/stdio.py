@@ -1,0 +1,344 @@
+"""The MCP server over stdio (`manage.py mcp --account NAME`), answering as soon as the process starts.
+
+A desktop client starts the process and waits for the answers to `initialize` and `tools/list`;
+loading Django and the SDK (a few hundred protocol models) takes seconds of CPU. So manage.py hands
+`mcp --account NAME` to serve() before Django is set up: it loads Django, the account and the SDK's
+server in a thread, and meanwhile answers `initialize` and `tools/list` with the answers the SDK
+gave to the same protocol version the last time (kept in the data folder as KEPT_ANSWERS_FILE,
+with a fingerprint of the SDK's version, the tools' code and the MEMORYHUB_* settings: a change to
+any of them and nothing kept is used). Any other message waits for the SDK.
+
+When the SDK's server is loaded it takes over the session: it reads the client's `initialize`
+again under an id of its own, the client's `notifications/initialized` and a `tools/list` of its
+own (the answers to those two are not sent: the client has them, and they refresh the kept
+answers), then every message the client sent meanwhile and sends after, and answers them itself.
+Should the tools it lists differ from the kept ones the client was given, the client is sent
+`notifications/tools/list_changed`.
+
+Without kept answers (the first start, a new protocol version, a changed fingerprint) every message
+waits for the SDK, as it would without this module. Only the standard library is imported here
+before the thread has loaded the rest.
+"""
+
+import hashlib
+import importlib.util
+import json
+import os
+import select
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memories.mcp.tools import HubMCPServer
+
+KEPT_ANSWERS_FILE = "mcp-stdio.json"
+# The ids the server's own replayed requests go under (a client's ids are its own numbers or strings).
+REPLAY_INITIALIZE_ID = "memoryhub-replay-initialize"
+REPLAY_TOOLS_ID = "memoryhub-replay-tools-list"
+# How often the waiting loop looks whether the thread has finished loading, in seconds.
+LOADED_POLL_SECONDS = 0.05
+READ_SIZE = 65536
+# The files whose content shapes the answers to initialize and tools/list.
+FINGERPRINT_FILES = (
+    "memories/mcp/tools.py",
+    "memories/mcp/stdio.py",
+    "memories/context.py",
+    "memories/models.py",
+    "memoryhub/settings.py",
+)
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+
+def quick_account(arguments: list[str]) -> str | None:
+    """The account of `mcp --account NAME` (or --account=NAME) when that is all the command line says;
+    None for anything else (help, other options), which the Django command handles."""
+    if len(arguments) == 2 and arguments[0] == "--account" and arguments[1]:
+        return arguments[1]
+    if len(arguments) == 1 and arguments[0].startswith("--account=") and len(arguments[0]) > len("--account="):
+        return arguments[0].removeprefix("--account=")
+    return None
+
+
+def data_dir() -> Path:
+    """The data folder, as memoryhub.settings names it (read here without loading the settings)."""
+    return Path(os.environ.get("MEMORYHUB_DATA_DIR") or BASE_DIR / "data")
+
+
+def fingerprint() -> str:
+    """What the kept answers were made from: the SDK's installed version, the code of the tools and
+    the MEMORYHUB_* environment. Read without importing any of it."""
+    digest = hashlib.sha256()
+    for package in ("mcp", "mcp_types"):
+        spec = importlib.util.find_spec(package)
+        location = Path(spec.origin).parent.parent if spec and spec.origin else None
+        versions = sorted(path.name for path in location.glob(f"{package}-*.dist-info")) if location else []
+        digest.update(repr((package, versions)).encode())
+    for name in FINGERPRINT_FILES:
+        try:
+            digest.update((BASE_DIR / name).read_bytes())
+        except OSError:
+            digest.update(b"missing " + name.encode())
+    settings = sorted((name, value) for name, value in os.environ.items() if name.startswith("MEMORYHUB_"))
+    digest.update(repr((sys.version, settings)).encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class KeptAnswers:
+    """The SDK's answers to initialize and tools/list, by the protocol version the client asked for."""
+
+    path: Path
+    stamp: str
+    by_version: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path, stamp: str) -> "KeptAnswers":
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return cls(path, stamp)
+        if not isinstance(stored, dict) or stored.get("fingerprint") != stamp:
+            return cls(path, stamp)
+        versions = stored.get("versions")
+        return cls(path, stamp, versions if isinstance(versions, dict) else {})
+
+    def answers(self, version: object) -> dict[str, Any] | None:
+        kept = self.by_version.get(version) if isinstance(version, str) else None
+        if isinstance(kept, dict) and isinstance(kept.get("initialize"), dict) and isinstance(kept.get("tools"), dict):
+            return kept
+        return None
+
+    def keep(self, version: str, initialize: dict[str, Any], tools: dict[str, Any]) -> None:
+        """Store the answers for version, if they changed; a data folder that cannot be written keeps none."""
+        if self.by_version.get(version) == {"initialize": initialize, "tools": tools}:
+            return
+        self.by_version[version] = {"initialize": initialize, "tools": tools}
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps({"fingerprint": self.stamp, "versions": self.by_version}), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as error:
+            sys.stderr.write(f"memoryhub: the MCP answers cannot be kept in {self.path} ({error}); starts stay slow\n")
+
+
+class Wire:
+    """The client's side of the process: its messages in (lines), the answers out.
+
+    fd 0 and fd 1 are moved aside while the server runs (0 reads the null device, 1 writes to
+    stderr), as the SDK's own stdio transport does, so nothing that prints can break the stream.
+    """
+
+    def __init__(self) -> None:
+        self.input_fd = os.dup(0)
+        self.output_fd = os.dup(1)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        self.buffer = b""
+        self.ended = False
+        self.lock = threading.Lock()
+
+    def ready(self, timeout: float) -> bool:
+        """Whether a read would not block (a line, or the end), waiting at most timeout seconds."""
+        return b"\n" in self.buffer or self.ended or bool(select.select([self.input_fd], [], [], timeout)[0])
+
+    def read_line(self) -> bytes | None:
+        """The next line, blocking until it is whole; None at the end of the input."""
+        while b"\n" not in self.buffer:
+            if self.ended:
+                rest, self.buffer = self.buffer, b""
+                return rest or None
+            chunk = os.read(self.input_fd, READ_SIZE)
+            if not chunk:
+                self.ended = True
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line + b"\n"
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.write(json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        with self.lock:
+            while data:
+                data = data[os.write(self.output_fd, data) :]
+
+
+@dataclass
+class Session:
+    """What the client said before the SDK's server took over."""
+
+    initialize: dict[str, Any] | None = None  # answered from the kept answers
+    initialized: bytes | None = None  # the client's notifications/initialized, to replay
+    tools_answered: bool = False  # a tools/list answered from the kept answers
+    waiting: list[bytes] = field(default_factory=list)  # for the SDK, in order
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def answer_until_loaded(wire: Wire, kept: KeptAnswers, loaded: threading.Event) -> Session:
+    """Answer initialize and tools/list from the kept answers until the thread has loaded the server.
+
+    Once a message must wait for the SDK (or nothing is kept), every later one waits too, so the
+    SDK answers in the order the client asked.
+    """
+    session = Session()
+    while not loaded.is_set():
+        if not wire.ready(LOADED_POLL_SECONDS):
+            continue
+        line = wire.read_line()
+        if line is None:
+            break
+        message = _parse(line)
+        method = message.get("method") if message else None
+        answers = kept.answers(session.initialize["params"].get("protocolVersion")) if session.initialize else None
+        if session.waiting or message is None:
+            session.waiting.append(line)
+        elif method == "initialize" and session.initialize is None and "id" in message:
+            params = message.get("params")
+            first = kept.answers(params.get("protocolVersion")) if isinstance(params, dict) else None
+            if first is None:
+                session.waiting.append(line)
+            else:
+                session.initialize = message
+                wire.send({"jsonrpc": "2.0", "id": message["id"], "result": first["initialize"]})
+        elif method == "notifications/initialized" and answers is not None and session.initialized is None:
+            session.initialized = line
+        elif method == "tools/list" and answers is not None and session.initialized and "id" in message:
+            params = message.get("params")
+            if isinstance(params, dict) and params.get("cursor"):
+                session.waiting.append(line)
+            else:
+                session.tools_answered = True
+                wire.send({"jsonrpc": "2.0", "id": message["id"], "result": answers["tools"]})
+        else:
+            session.waiting.append(line)
+    return session
+
+
+class Handover:
+    """The SDK's stdio streams over the wire: the replayed start of the session, then the client.
+
+    It notes the SDK's answers to initialize and tools/list (to keep them), and leaves out the
+    answers to the server's own replayed requests.
+    """
+
+    def __init__(self, wire: Wire, kept: KeptAnswers, session: Session) -> None:
+        self.wire, self.kept, self.session = wire, kept, session
+        self.replay: list[bytes] = []
+        self.asked: dict[Any, str] = {}  # request id -> "initialize" or "tools"
+        self.version: str | None = None
+        self.initialize: dict[str, Any] | None = None
+        if session.initialize is not None:
+            self.replay.append(json.dumps({**session.initialize, "id": REPLAY_INITIALIZE_ID}).encode() + b"\n")
+            if session.initialized is not None:
+                self.replay.append(session.initialized)
+                tools_list = {"jsonrpc": "2.0", "id": REPLAY_TOOLS_ID, "method": "tools/list"}
+                self.replay.append(json.dumps(tools_list).encode() + b"\n")
+        self.replay += session.waiting
+
+    def _note(self, line: bytes) -> None:
+        message = _parse(line)
+        if not message or not isinstance(message.get("id"), str | int):
+            return
+        if message.get("method") == "initialize":
+            params = message.get("params")
+            self.version = params.get("protocolVersion") if isinstance(params, dict) else None
+            self.asked[message["id"]] = "initialize"
+        elif message.get("method") == "tools/list" and not (message.get("params") or {}).get("cursor"):
+            self.asked[message["id"]] = "tools"
+
+    def __aiter__(self) -> "Handover":
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio.to_thread
+
+        line = self.replay.pop(0) if self.replay else await anyio.to_thread.run_sync(self.wire.read_line)
+        if line is None:
+            raise StopAsyncIteration
+        self._note(line)
+        return line.decode("utf-8", errors="replace")
+
+    async def write(self, text: str) -> None:
+        message = json.loads(text)
+        answer_id = message.get("id") if isinstance(message, dict) else None
+        asked = self.asked.pop(answer_id, None) if isinstance(answer_id, str | int) else None
+        if asked == "initialize" and isinstance(message.get("result"), dict):
+            self.initialize = message["result"]
+        elif asked == "tools" and isinstance(message.get("result"), dict) and self.initialize and self.version:
+            given = self.kept.answers(self.version)
+            self.kept.keep(self.version, self.initialize, message["result"])
+            if self.session.tools_answered and given and given["tools"] != message["result"]:
+                self.wire.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        if answer_id in (REPLAY_INITIALIZE_ID, REPLAY_TOOLS_ID):
+            return
+        self.wire.write(text)
+
+    async def flush(self) -> None:
+        return None
+
+
+@dataclass
+class Loaded:
+    server: "HubMCPServer | None" = None
+    error: BaseException | None = None
+    exit_message: str = ""
+
+
+def load(account: str, loaded: threading.Event, result: Loaded) -> None:
+    """Set Django up, find the account and build the server (in a thread), then set loaded."""
+    try:
+        import django
+
+        django.setup()
+        from django.contrib.auth import get_user_model
+        from django.db import connections
+
+        user = get_user_model().objects.filter(username=account, is_active=True).first()
+        connections.close_all()
+        if user is None:
+            result.exit_message = (
+                f"CommandError: No active account {account!r}: create it with `manage.py create_account {account}`."
+            )
+            return
+        from memories.mcp.tools import build_server
+
+        result.server = build_server(lambda ctx: user)
+    except Exception as error:  # noqa: BLE001 - handed to the main thread, which shortens or re-raises it
+        result.error = error
+    finally:
+        loaded.set()
+
+
+def serve(account: str, *, on_error: Callable[[BaseException], int]) -> int:
+    """Serve the MCP tools over stdio for account until the client closes the input; the exit status."""
+    wire = Wire()
+    kept = KeptAnswers.read(data_dir() / KEPT_ANSWERS_FILE, fingerprint())
+    loaded, result = threading.Event(), Loaded()
+    threading.Thread(target=load, args=(account, loaded, result), name="memoryhub-mcp-load", daemon=True).start()
+    session = answer_until_loaded(wire, kept, loaded)
+    loaded.wait()
+    if result.error is not None:
+        return on_error(result.error)
+    if result.server is None:
+        sys.stderr.write(result.exit_message + "\n")
+        return 1
+    import anyio
+
+    handover = Handover(wire, kept, session)
+    anyio.run(result.server.run_streams, handover, handover)
+    return 0
