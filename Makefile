@@ -69,8 +69,10 @@ test: lint $(VENV)/.installed-dev $(CHROMIUM)
 	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
 
 # The quick loop while working: the suite without its slow, browser and process tests (see pytest.ini).
+# The loop while working: no slow, browser or process tests, and property tests at the fast
+# profile's 10 examples (tests/support/examples.py); `make test` runs them all at their full counts.
 test-fast: $(VENV)/.installed-dev
-	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest -m "not slow and not browser and not process"
+	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest -m "not slow and not browser and not process" --hypothesis-profile=fast
 
 # Photograph the dashboard's main pages (desktop and phone width) into docs/screenshots/.
 screenshots: $(VENV)/.installed-dev $(CHROMIUM)

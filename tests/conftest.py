@@ -8,11 +8,14 @@ import os
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+import tests.support.examples  # noqa: F401  (registers the fast hypothesis profile)
 from memories.accounts import account_create
+from memories.embeddings import get_provider
+from memories.embeddings.local import LocalProvider
 
 
 @pytest.fixture(autouse=True)
@@ -96,6 +99,16 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def local_embedding_model() -> LocalProvider:
+    """The real local embedding model, loaded once per test process: the instance get_provider() keeps for
+    MEMORYHUB_EMBEDDINGS=local, so the tests that embed through the hub share it too."""
+    with override_settings(MEMORYHUB_EMBEDDINGS="local"):
+        provider = get_provider()
+    assert isinstance(provider, LocalProvider)
+    return provider
 
 
 @pytest.fixture

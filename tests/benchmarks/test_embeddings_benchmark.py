@@ -10,6 +10,7 @@ from django.core.management.base import CommandError
 from memories.models import EntryEmbedding, MemoryEntry
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_it_reports_write_cost_throughput_and_query_time_then_removes_its_account(
     settings, capsys: pytest.CaptureFixture

@@ -284,6 +284,7 @@ def test_filler_is_the_same_on_every_run_and_never_takes_a_labelled_key() -> Non
     assert not labelled & set(keys)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_the_shipped_sets_load_at_a_small_size_and_every_ranking_is_reported(settings: Settings) -> None:
     settings.MEMORYHUB_EMBEDDINGS = "off"

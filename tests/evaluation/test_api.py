@@ -4,6 +4,7 @@ read-only admin."""
 import io
 import re
 
+import pytest
 from django.core.management import call_command
 from django.test import Client
 
@@ -105,6 +106,7 @@ def test_an_account_that_is_not_staff_never_sees_a_staff_username(owner_api, own
     assert staff_api.get("/api/v1/evaluations/").json()["results"][0]["requested_by"] == "staffer"
 
 
+@pytest.mark.slow
 def test_the_tools_evaluate_stops_calling_a_slow_honcho_at_its_time_limit_and_still_answers(owner_api, served_double):
     served_double.latency = 0.3  # a put costs four calls: 1.2 s each
 

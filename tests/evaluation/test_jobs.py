@@ -59,6 +59,7 @@ def test_a_staff_post_of_1000_ops_against_a_slow_honcho_is_202_without_calling_i
     connection.close()
 
 
+@pytest.mark.slow
 def test_a_slow_honcho_that_answers_is_measured_as_slow(staff_api, served_double: HonchoDouble):
     served_double.latency = 0.05
     response = staff_api.post("/api/v1/evaluations/", {"backends": ["honcho"], "ops": 2}, format="json")

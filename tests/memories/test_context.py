@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memories import context, selectors, services
+from tests.support.examples import examples
 
 URL = "/api/v1/users/alice/context"
 
@@ -147,8 +148,15 @@ def test_the_same_data_gives_the_same_block_and_etag(owner, owner_api):
 @pytest.mark.parametrize("embeddings", ["off", "local"])
 def test_the_block_is_read_in_a_bounded_number_of_queries(owner, settings, embeddings, django_assert_max_num_queries):
     settings.MEMORYHUB_EMBEDDINGS = embeddings
-    for number in range(200):
-        _put(owner, f"key-{number}", f"prefers tea in the morning and coffee in the afternoon ({number})")
+    records = [
+        services.ImportRecord(
+            uid="alice",
+            key=f"key-{number}",
+            value=f"prefers tea in the morning and coffee in the afternoon ({number})",
+        )
+        for number in range(200)
+    ]
+    assert services.entries_import(owner=owner, records=records).created == 200
     # 1. count and last update, (embeddings on: the stamp of the user's vectors), 2. the hub probe of
     # the words index (SQLite), 3. the ranked candidates, 4. their columns by id, 5. the newest that
     # fit, 6. of the memories after the first that did not fit, those short enough for the room left
@@ -163,7 +171,7 @@ VALUES = st.text(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     memories=st.dictionaries(KEYS, VALUES, max_size=25),
     budget=st.integers(min_value=context.CONTEXT_MIN_BUDGET, max_value=3000),

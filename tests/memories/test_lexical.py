@@ -98,6 +98,7 @@ def test_folding_strips_accents_and_case_of_every_script():
     assert search.query_parse("Ærøskøbing ÉTÉ İstanbul straße").words == ("ærøskøbing", "ete", "istanbul", "strasse")
 
 
+@pytest.mark.slow
 def test_another_accounts_data_never_changes_which_of_my_entries_match(owner, stranger):
     _put(owner, "drink", "coffee, black")
     _put(owner, "editor", "uses vim")
@@ -124,6 +125,7 @@ def test_the_api_gives_each_result_its_score_and_matched_words_for_a_query_only(
     assert listed["order"] == "newest"
 
 
+@pytest.mark.slow
 def test_the_count_is_exact_up_to_a_thousand_and_says_so_beyond(owner, owner_api):
     _import(owner, "alice", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1005)})
     _import(owner, "bob", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1000)})
@@ -159,6 +161,7 @@ def test_paging_reaches_every_match_once_past_the_ranked_candidates(owner, owner
     assert orders[0] == "relevance" and orders[-1] == "newest"
 
 
+@pytest.mark.slow
 def test_paging_past_the_count_limit_reaches_every_match(owner, owner_api):
     _import(owner, "alice", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1010)})
     keys, orders = _all_pages(owner_api, {"q": "coffee", "page_size": 500})
@@ -192,6 +195,7 @@ def test_lexical_candidates_name_their_score_and_matched_terms(owner):
 LETTERS = "abcABCéÉxyz"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     values=st.lists(st.text(alphabet=LETTERS + " -'", min_size=0, max_size=30), min_size=1, max_size=8),
@@ -215,6 +219,7 @@ def test_the_dashboard_search_ranks_as_the_api_does(owner, owner_client):
     assert "1–2 shown of 2 matching" in page and "best match first" in page
 
 
+@pytest.mark.slow
 def test_the_dashboard_says_how_many_are_shown_and_that_more_follow(owner, owner_client, settings):
     settings.MEMORYHUB_PAGE_SIZE = 50
     _import(owner, "alice", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1003)})

@@ -124,6 +124,7 @@ def test_every_tool_action_with_a_second_accounts_token_reaches_nothing_of_the_o
     assert _owner_state(owners_memories) == before
 
 
+@pytest.mark.slow
 def test_every_form_and_write_refuses_a_logged_in_session_without_a_csrf_token(owners_memories, staff):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(staff)

@@ -17,9 +17,9 @@ from tests.memories.embeddings.stand_in import DIMENSION, StandIn, letters_vecto
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def local() -> LocalProvider:
-    return LocalProvider()
+@pytest.fixture
+def local(local_embedding_model: LocalProvider) -> LocalProvider:
+    return local_embedding_model
 
 
 @pytest.fixture
@@ -144,6 +144,7 @@ def test_the_endpoint_url_may_be_given_with_or_without_v1(base: str, expected: s
     assert embeddings_url(base) == expected
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "environment, message",
     [
