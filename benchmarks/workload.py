@@ -78,6 +78,7 @@ def seed_file(path: Path, *, owner: str, users: int, per_user: int, small_entrie
                     entry_value(rng, number),
                     "fact",
                     {"seq": number},
+                    "shared",
                     moment,
                     moment,
                     1,

@@ -1,12 +1,16 @@
 """The export file: versioned JSONL that export_memories writes and import_memories reads.
 
 Line 1 is the header, a JSON object:
-    {"format": "memoryhub.memories", "format_version": 1, "count": N, "sha256": "...", "exported_at": "..."}
+    {"format": "memoryhub.memories", "format_version": 1, "count": N, "local": L, "sha256": "...",
+     "exported_at": "..."}
 Then N lines, one entry each:
     {"owner": "alice", "uid": "...", "key": "...", "value": "...", "kind": "...", "meta": {...},
-     "created": "2026-11-29T22:57:57.123456+00:00", "updated": "...", "version": 3}
+     "privacy": "shared", "created": "2026-11-29T22:57:57.123456+00:00", "updated": "...", "version": 3}
 sha256 is the hex digest of every byte after the header line, so a truncated or edited file is
 refused before anything is imported. Timestamps are ISO 8601 with microseconds and a time zone.
+Local entries are exported too (a backup stays on the machine), marked "privacy": "local", and the
+header counts them (L); they are imported local again. A line without privacy (a file from before
+privacy classes) takes the importing account's default.
 
 Format version 2 is the full backup (export_memories --with-history): the same header with
 "format_version": 2, "count" counting every line after it, and "entries" and "events" counting
@@ -14,9 +18,11 @@ each kind. Every line names its kind in "line": first the entries, as in version
 "line": "entry", then the history, one event per line, oldest first:
     {"line": "event", "owner": "alice", "uid": "...", "key": "...", "action": "update", "version": 3,
      "value_before": "...", "value_after": "...", "kind_before": "...", "kind_after": "...",
-     "meta_before": {...}, "meta_after": {...}, "actor": "alice", "at": "2026-11-29T22:57:57.123456+00:00"}
+     "meta_before": {...}, "meta_after": {...}, "privacy_before": "shared", "privacy_after": "local",
+     "entries_erased": null, "actor": "alice", "at": "2026-11-29T22:57:57.123456+00:00"}
 The *_before fields are null for a create, the *_after ones for a delete; actor is null when the
-account that made the change was deleted. A hub that reads only version 1 refuses a version 2 file
+account that made the change was deleted. An erasure's event has the action "erase", an empty key,
+version 0, no values, and entries_erased. A hub that reads only version 1 refuses a version 2 file
 whole, rather than taking its history lines for entries.
 """
 
@@ -32,7 +38,7 @@ from typing import IO, Any
 
 from django.utils import timezone
 
-from memories.models import DEFAULT_KIND
+from memories.models import DEFAULT_KIND, Privacy
 from memories.services import ImportRecord, RestoreEntry, RestoreEvent
 from memories.validation import InvalidField
 
@@ -43,6 +49,8 @@ READABLE_FORMAT_VERSIONS = (FORMAT_VERSION, HISTORY_FORMAT_VERSION)
 ENTRY_LINE = "entry"
 EVENT_LINE = "event"
 COPY_BUFFER_BYTES = 1024 * 1024
+# Where a row of selectors.EXPORT_FIELDS holds the entry's privacy class.
+EXPORT_PRIVACY_INDEX = 6
 
 
 class ExportFileError(ValueError):
@@ -56,6 +64,7 @@ class ExportHeader:
     sha256: str
     entries: int | None = None
     events: int | None = None
+    local: int = 0
 
     @property
     def with_history(self) -> bool:
@@ -67,7 +76,7 @@ def _json_line(content: dict[str, Any]) -> bytes:
 
 
 def _entry_fields(row: tuple) -> dict[str, Any]:
-    owner, uid, key, value, kind, meta, created, updated, version = row
+    owner, uid, key, value, kind, meta, privacy, created, updated, version = row
     return {
         "owner": owner,
         "uid": uid,
@@ -75,6 +84,7 @@ def _entry_fields(row: tuple) -> dict[str, Any]:
         "value": value,
         "kind": kind,
         "meta": meta,
+        "privacy": privacy,
         "created": created.isoformat(),
         "updated": updated.isoformat(),
         "version": version,
@@ -94,7 +104,7 @@ def backup_entry_line(row: tuple) -> bytes:
 def backup_event_line(row: tuple) -> bytes:
     """One history line of a backup, for a row of selectors.EVENT_EXPORT_FIELDS."""
     (owner, uid, key, action, version, value_before, value_after, kind_before, kind_after, meta_before,
-     meta_after, actor, at) = row  # fmt: skip
+     meta_after, privacy_before, privacy_after, entries_erased, actor, at) = row  # fmt: skip
     return _json_line(
         {
             "line": EVENT_LINE,
@@ -109,6 +119,9 @@ def backup_event_line(row: tuple) -> bytes:
             "kind_after": kind_after,
             "meta_before": meta_before,
             "meta_after": meta_after,
+            "privacy_before": privacy_before,
+            "privacy_after": privacy_after,
+            "entries_erased": entries_erased,
             "actor": actor,
             "at": at.isoformat(),
         }
@@ -143,31 +156,52 @@ def _write(
     return count, digest.hexdigest()
 
 
+class _LocalCount:
+    """Counts the local entries among export rows as they stream by, for the header."""
+
+    def __init__(self) -> None:
+        self.local = 0
+
+    def __call__(self, rows: Iterable[tuple]) -> Iterator[tuple]:
+        for row in rows:
+            self.local += row[EXPORT_PRIVACY_INDEX] == Privacy.LOCAL
+            yield row
+
+
 def write_export(rows: Iterable[tuple], destination: IO[bytes]) -> ExportHeader:
     """Write the header and one entry line per row to destination (format version 1)."""
-    count, checksum = _write((entry_line(row) for row in rows), destination, lambda: {"format_version": FORMAT_VERSION})
-    return ExportHeader(format_version=FORMAT_VERSION, count=count, sha256=checksum)
+    counted = _LocalCount()
+    count, checksum = _write(
+        (entry_line(row) for row in counted(rows)),
+        destination,
+        lambda: {"format_version": FORMAT_VERSION, "local": counted.local},
+    )
+    return ExportHeader(format_version=FORMAT_VERSION, count=count, sha256=checksum, local=counted.local)
 
 
 def write_backup(entry_rows: Iterable[tuple], event_rows: Iterable[tuple], destination: IO[bytes]) -> ExportHeader:
     """Write a backup with history (format version 2): the entries, then every history event, oldest first."""
     counted = {"entries": 0, "events": 0}
+    local = _LocalCount()
 
     def lines() -> Iterator[bytes]:
-        for row in entry_rows:
+        for row in local(entry_rows):
             counted["entries"] += 1
             yield backup_entry_line(row)
         for row in event_rows:
             counted["events"] += 1
             yield backup_event_line(row)
 
-    count, checksum = _write(lines(), destination, lambda: {"format_version": HISTORY_FORMAT_VERSION, **counted})
+    count, checksum = _write(
+        lines(), destination, lambda: {"format_version": HISTORY_FORMAT_VERSION, **counted, "local": local.local}
+    )
     return ExportHeader(
         format_version=HISTORY_FORMAT_VERSION,
         count=count,
         sha256=checksum,
         entries=counted["entries"],
         events=counted["events"],
+        local=local.local,
     )
 
 
@@ -189,13 +223,14 @@ def read_header(source: IO[bytes]) -> ExportHeader:
     count, checksum = header.get("count"), header.get("sha256")
     if not isinstance(count, int) or count < 0 or not isinstance(checksum, str):
         raise ExportFileError("the header needs a count (a whole number) and a sha256 (hex text)")
-    entries, events = header.get("entries"), header.get("events")
+    entries, events, local = header.get("entries"), header.get("events"), header.get("local")
     return ExportHeader(
         format_version=format_version,
         count=count,
         sha256=checksum,
         entries=entries if isinstance(entries, int) else None,
         events=events if isinstance(events, int) else None,
+        local=local if isinstance(local, int) else 0,
     )
 
 
@@ -255,6 +290,7 @@ def _entry_record(entry: dict[str, Any]) -> tuple[str | None, ImportRecord]:
         value=entry["value"],
         kind=entry.get("kind", DEFAULT_KIND),
         meta=entry.get("meta", {}),
+        privacy=entry.get("privacy"),
         created=_timestamp(entry, "created"),
         updated=_timestamp(entry, "updated"),
         version=entry.get("version"),
@@ -303,6 +339,9 @@ def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent:
         kind_after=content.get("kind_after"),
         meta_before=content.get("meta_before"),
         meta_after=content.get("meta_after"),
+        privacy_before=content.get("privacy_before"),
+        privacy_after=content.get("privacy_after"),
+        entries_erased=content.get("entries_erased"),
         actor=content.get("actor"),
         at=_required_timestamp(content, "at"),
     )

@@ -130,6 +130,8 @@ class MemoryEntry(models.Model):
     value = models.TextField()
     kind = models.CharField(max_length=KIND_MAX_LENGTH, default=DEFAULT_KIND)
     meta = models.JSONField(default=dict, blank=True)
+    # local: never synced to Honcho nor sent to a remote embeddings endpoint (memories.outbox, memories.embeddings).
+    privacy = models.CharField(max_length=8, choices=Privacy.choices, default=Privacy.SHARED)
     created = models.DateTimeField()
     updated = models.DateTimeField()
     version = models.PositiveIntegerField(default=1)
@@ -158,6 +160,9 @@ class MemoryEntry(models.Model):
                 condition=~models.Q(uid="") & ~models.Q(key="") & ~models.Q(kind=""),
                 name="memory_entry_identity_not_empty",
             ),
+            models.CheckConstraint(
+                condition=models.Q(privacy__in=["local", "shared"]), name="memory_entry_privacy_valid"
+            ),
         ]
         indexes = [
             # list and find: one user's entries, newest first
@@ -171,12 +176,18 @@ class MemoryEntry(models.Model):
 
 
 class MemoryEvent(models.Model):
-    """One change to an entry: created, updated or deleted. History outlives the entry."""
+    """One change to an entry: created, updated or deleted. History outlives the entry.
+
+    An erasure (a request to be forgotten) removes every entry and event of a uid and leaves one
+    `erase` event in their place: who erased (actor), when (at), and how many entries (entries_erased),
+    with an empty key and no values.
+    """
 
     class Action(models.TextChoices):
         CREATE = "create", "created"
         UPDATE = "update", "updated"
         DELETE = "delete", "deleted"
+        ERASE = "erase", "erased"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     uid = models.CharField(max_length=UID_MAX_LENGTH)
@@ -190,6 +201,9 @@ class MemoryEvent(models.Model):
     kind_after = models.CharField(max_length=KIND_MAX_LENGTH, null=True, blank=True)  # noqa: DJ001
     meta_before = models.JSONField(null=True, blank=True)
     meta_after = models.JSONField(null=True, blank=True)
+    privacy_before = models.CharField(max_length=8, choices=Privacy.choices, null=True, blank=True)  # noqa: DJ001
+    privacy_after = models.CharField(max_length=8, choices=Privacy.choices, null=True, blank=True)  # noqa: DJ001
+    entries_erased = models.PositiveIntegerField(null=True, blank=True, help_text="For an erasure: how many entries.")
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -204,7 +218,7 @@ class MemoryEvent(models.Model):
         verbose_name = "memory event"
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(action__in=["create", "update", "delete"]), name="memory_event_action_valid"
+                condition=models.Q(action__in=["create", "update", "delete", "erase"]), name="memory_event_action_valid"
             ),
         ]
         indexes = [

@@ -410,7 +410,9 @@ def sync_status(*, owner: User | None) -> SyncStatus:
     )
 
 
-EXPORT_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "created", "updated", "version")
+EXPORT_FIELDS = (
+    "owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version",
+)  # fmt: skip
 
 
 def entry_export_rows(*, owner: User | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
@@ -452,7 +454,7 @@ def export_snapshot() -> Iterator[None]:
 
 EVENT_EXPORT_FIELDS = (
     "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
-    "meta_before", "meta_after", "actor__username", "at",
+    "meta_before", "meta_after", "privacy_before", "privacy_after", "entries_erased", "actor__username", "at",
 )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from memories.models import KEY_MAX_LENGTH, KIND_MAX_LENGTH, UID_MAX_LENGTH
+from memories.models import KEY_MAX_LENGTH, KIND_MAX_LENGTH, UID_MAX_LENGTH, Privacy
 
 KIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 META_MAX_DEPTH = 20
@@ -79,6 +79,12 @@ def check_kind(kind: object) -> str:
             "must start with a letter or digit and hold only letters, digits, '_', '-', '.' and ':'.",
         )
     return kind
+
+
+def check_privacy(privacy: object) -> str:
+    if privacy not in Privacy.values:
+        raise InvalidField("privacy", f"must be one of {', '.join(Privacy.values)}.")
+    return str(privacy)
 
 
 def _depth(value: object, limit: int) -> int:

@@ -21,15 +21,22 @@ class EmbeddingProvider(Protocol):
     `name` says which model made a vector (a vector made by another model is stale); `dimension` is
     the length of every vector. `embed(texts)` answers a float32 array of shape (len(texts),
     dimension) whose rows have length 1, so a dot product is the cosine similarity; `timeout` (seconds)
-    bounds a call that leaves the process. It raises EmbeddingError and nothing else.
+    bounds a call that leaves the process. It raises EmbeddingError and nothing else. `remote` says
+    whether the texts leave the machine: a remote provider is never given a local entry.
     """
 
     name: str
+    remote: bool
 
     @property
     def dimension(self) -> int: ...
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> np.ndarray: ...
+
+
+def embeddings_remote() -> bool:
+    """Whether the configured provider sends texts off the machine (the `openai` one, whatever its URL)."""
+    return settings.MEMORYHUB_EMBEDDINGS == "openai"
 
 
 def entry_text(*, key: str, value: str) -> str:

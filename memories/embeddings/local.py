@@ -25,6 +25,8 @@ class LocalProvider:
     """Embeds with the shipped static model; no network, no GPU, microseconds per text."""
 
     name = MODEL_NAME
+    # Nothing leaves the machine: local entries are embedded too.
+    remote = False
 
     def __init__(self, model_dir: Path = MODEL_DIR) -> None:
         self.model_dir = model_dir

@@ -1,7 +1,8 @@
 """The openai provider: any OpenAI-compatible embeddings endpoint (OpenAI, Ollama, llama.cpp, vLLM).
 
-Entries and queries are sent to that endpoint. One POST per batch, with a timeout; every failure
-becomes an EmbeddingError that says whether a retry could help.
+Shared entries and queries are sent to that endpoint; local entries never are (memories.embeddings.store).
+One POST per batch, with a timeout; every failure becomes an EmbeddingError that says whether a retry
+could help.
 """
 
 import httpx
@@ -25,7 +26,12 @@ def embeddings_url(base_url: str) -> str:
 
 
 class OpenAIProvider:
-    """POSTs `{"model": ..., "input": [...]}` and reads `data[i].embedding` back, in input order."""
+    """POSTs `{"model": ..., "input": [...]}` and reads `data[i].embedding` back, in input order.
+
+    Remote whatever its URL (even one on this machine): the hub never gives it a local entry.
+    """
+
+    remote = True
 
     def __init__(self, *, url: str, key: str, model: str, timeout: float) -> None:
         self.url = embeddings_url(url)

@@ -21,8 +21,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories.embeddings.base import EmbeddingError, EmbeddingProvider, entry_text, get_provider
-from memories.models import EntryEmbedding, MemoryEntry
+from memories.embeddings.base import EmbeddingError, EmbeddingProvider, embeddings_remote, entry_text, get_provider
+from memories.models import EntryEmbedding, MemoryEntry, Privacy
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,8 @@ MARK_CHUNK = 500
 DEFAULT_BATCH = 256
 CLAIM_LEASE = timedelta(minutes=2)
 VECTOR_DTYPE = np.dtype("<f4")
+# How the openai provider names the vectors it makes (memories.embeddings.openai).
+REMOTE_MODEL_PREFIX = "openai:"
 
 
 @functools.lru_cache(maxsize=8)
@@ -52,10 +54,15 @@ def embedding_mark_stale(entries: Sequence[MemoryEntry]) -> None:
 
     With embeddings off it returns at once, with no query (`manage.py embed --reembed` catches up when
     they are turned on). Entries inserted without their ids being read (the import) are looked up by
-    their Honcho session id, one query per 500.
+    their Honcho session id, one query per 500. With a remote provider, local entries are left out:
+    they get no vector, and are found by their words alone.
     """
     if settings.MEMORYHUB_EMBEDDINGS == "off" or not entries:
         return
+    if embeddings_remote():
+        entries = [entry for entry in entries if entry.privacy != Privacy.LOCAL]
+        if not entries:
+            return
     missing = [entry.honcho_session_id for entry in entries if entry.pk is None]
     ids: dict[str, int] = {}
     for start in range(0, len(missing), MARK_CHUNK):
@@ -74,6 +81,21 @@ def embedding_mark_stale(entries: Sequence[MemoryEntry]) -> None:
             cursor.execute(_mark_sql(connection.vendor, len(row_chunk)), parameters)
 
 
+def embedding_withdraw(entries: Sequence[MemoryEntry]) -> None:
+    """Drop the vectors a remote provider made of these entries, just made local: call it in that transaction.
+
+    With a remote provider every vector row of theirs goes (made or wanted); otherwise only the rows a
+    remote model made (a vector of the local model stays: it never left the machine).
+    """
+    ids = [entry.pk for entry in entries if entry.pk is not None]
+    if not ids:
+        return
+    rows = EntryEmbedding.objects.filter(entry_id__in=ids)
+    if not embeddings_remote():
+        rows = rows.filter(model__startswith=REMOTE_MODEL_PREFIX)
+    rows.delete()
+
+
 @dataclass(frozen=True)
 class Claimed:
     entry_id: int
@@ -81,15 +103,23 @@ class Claimed:
     text: str
 
 
-def _claim(limit: int, *, owner: User | None = None, uid: str | None = None) -> list[Claimed]:
+def _claim(limit: int, *, remote: bool, owner: User | None = None, uid: str | None = None) -> list[Claimed]:
     """Take up to `limit` pending rows for this pass (of one account's user, when given), with the
-    entries' text as it is now."""
+    entries' text as it is now.
+
+    remote: the provider sends texts off the machine, so local entries are never taken (their
+    pending rows, left from another provider, are dropped).
+    """
     now = timezone.now()
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
     if owner is not None and uid is not None:
         free &= Q(owner=owner, uid=uid)
     with transaction.atomic():
-        candidates = EntryEmbedding.objects.filter(free, pending=True).order_by("entry_id")
+        pending = EntryEmbedding.objects.filter(free, pending=True)
+        if remote:
+            pending.filter(entry__privacy=Privacy.LOCAL).delete()
+            pending = pending.exclude(entry__privacy=Privacy.LOCAL)
+        candidates = pending.order_by("entry_id")
         if connection.features.has_select_for_update_skip_locked:
             candidates = candidates.select_for_update(skip_locked=True)
         candidate_ids = list(candidates.values_list("entry_id", flat=True)[:limit])
@@ -98,9 +128,11 @@ def _claim(limit: int, *, owner: User | None = None, uid: str | None = None) -> 
         EntryEmbedding.objects.filter(free, entry_id__in=candidate_ids, pending=True).update(
             claimed_until=now + CLAIM_LEASE
         )
-        rows = MemoryEntry.objects.filter(id__in=candidate_ids, embedding__claimed_until=now + CLAIM_LEASE).values_list(
-            "id", "embedding__wanted_version", "key", "value"
-        )
+        claimed = MemoryEntry.objects.filter(id__in=candidate_ids, embedding__claimed_until=now + CLAIM_LEASE)
+        if remote:
+            # the entry's privacy as it is now, read in the same statement as its text
+            claimed = claimed.exclude(privacy=Privacy.LOCAL)
+        rows = claimed.values_list("id", "embedding__wanted_version", "key", "value")
         return [Claimed(entry_id, wanted, entry_text(key=key, value=value)) for entry_id, wanted, key, value in rows]
 
 
@@ -155,7 +187,7 @@ def embeddings_process_pending(*, limit: int = DEFAULT_BATCH, owner: User | None
     provider = get_provider()
     if provider is None:
         return 0
-    claimed = _claim(limit, owner=owner, uid=uid)
+    claimed = _claim(limit, remote=provider.remote, owner=owner, uid=uid)
     if not claimed:
         return 0
     try:
@@ -173,6 +205,8 @@ def embeddings_pending_count() -> int:
 def embeddings_reembed() -> int:
     """Mark every entry whose vector was not made by the current provider (or that has none) pending.
 
+    A remote provider leaves local entries out (and their vectors of another model go).
+
     The one command after a model change or after turning embeddings on: `manage.py embed --reembed`,
     then the worker (or `embed --once`) makes the vectors. Returns the number of entries marked.
     """
@@ -181,17 +215,20 @@ def embeddings_reembed() -> int:
         return 0
     marked = 0
     with transaction.atomic():
-        marked += (
-            EntryEmbedding.objects.filter(pending=False)
-            .exclude(model=provider.name)
-            .update(pending=True, claimed_until=None)
-        )
+        others = EntryEmbedding.objects.filter(pending=False).exclude(model=provider.name)
+        if provider.remote:
+            others.filter(entry__privacy=Privacy.LOCAL).delete()
+            others = others.exclude(entry__privacy=Privacy.LOCAL)
+        marked += others.update(pending=True, claimed_until=None)
+        unembedded = MemoryEntry.objects.filter(embedding__isnull=True)
+        if provider.remote:
+            unembedded = unembedded.exclude(privacy=Privacy.LOCAL)
         last_id = 0
         while True:
             missing = list(
-                MemoryEntry.objects.filter(id__gt=last_id, embedding__isnull=True)
+                unembedded.filter(id__gt=last_id)
                 .order_by("id")
-                .only("id", "owner_id", "uid", "version", "honcho_session_id")[:MARK_CHUNK]
+                .only("id", "owner_id", "uid", "version", "honcho_session_id", "privacy")[:MARK_CHUNK]
             )
             if not missing:
                 break

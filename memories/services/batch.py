@@ -7,7 +7,7 @@ from django.db import models, transaction
 
 from memories.models import MemoryEntry
 from memories.services.entries import VersionConflict, entry_delete, entry_put
-from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 BATCH_MAX_OPERATIONS = 500
 
@@ -26,6 +26,7 @@ class BatchOperation:
     value: str | None = None
     kind: str | None = None
     meta: dict | None = None
+    privacy: str | None = None
     expected_version: int | None = None
 
 
@@ -60,6 +61,8 @@ def _batch_operation_errors(operation: BatchOperation) -> dict[str, list[str]]:
             checks.append((check_kind, operation.kind))
         if operation.meta is not None:
             checks.append((check_meta, operation.meta))
+        if operation.privacy is not None:
+            checks.append((check_privacy, operation.privacy))
     elif operation.op != BatchOp.DELETE:
         errors["op"] = [f"must be one of {', '.join(BatchOp.values)}."]
     for check, field_value in checks:
@@ -111,6 +114,7 @@ def entries_batch(
                         value=operation.value,
                         kind=operation.kind,
                         meta=operation.meta,
+                        privacy=operation.privacy,
                         actor=actor,
                         expected_version=operation.expected_version,
                     )

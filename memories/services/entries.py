@@ -1,7 +1,9 @@
-"""Single entries: put, update, delete, restore, and forgetting a user.
+"""Single entries: put, update, delete, restore, and forgetting (or erasing) a user.
 
 Each function is one transaction that writes the entry, its history (MemoryEvent), when sync is
-on its sync task, and when its text changed the mark that its vector is wanted again.
+on its sync task, and when its text changed the mark that its vector is wanted again. A local entry
+(privacy `local`) gets no sync task; one made local has its Honcho session deleted and any remote
+vector of it dropped.
 """
 
 from collections.abc import Sequence
@@ -13,9 +15,18 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories import outbox
-from memories.embeddings.store import embedding_mark_stale
-from memories.models import DEFAULT_KIND, PROBE_USERNAME, MemoryEntry, MemoryEvent, SyncTask, new_honcho_session_id
-from memories.validation import check_key, check_kind, check_meta, check_uid, check_value
+from memories.embeddings.store import embedding_mark_stale, embedding_withdraw
+from memories.models import (
+    DEFAULT_KIND,
+    PROBE_USERNAME,
+    AccountPolicy,
+    MemoryEntry,
+    MemoryEvent,
+    Privacy,
+    SyncTask,
+    new_honcho_session_id,
+)
+from memories.validation import check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 
 class EntryNotFound(LookupError):
@@ -109,6 +120,8 @@ def _event(entry: MemoryEntry, *, action: str, actor: User | None, before: Memor
         kind_after=after.kind if after else None,
         meta_before=before.meta if before else None,
         meta_after=after.meta if after else None,
+        privacy_before=before.privacy if before else None,
+        privacy_after=after.privacy if after else None,
         actor_id=actor.pk if actor is not None else entry.owner_id,
         at=timezone.now(),
     )
@@ -120,16 +133,59 @@ def sync_outbox_record(*, owner: User, entries: Sequence[MemoryEntry], deleted: 
     Every service that creates, changes or deletes entries calls this once, after writing them
     (deleted=True when they are gone), with the entries as they are now. With sync off it returns at
     once, with no query; with sync on it is one statement per 500 entries. The evaluation's probe
-    account is never mirrored.
+    account is never mirrored, nor is a local entry (its session never reaches Honcho: an entry made
+    local leaves its old session behind, see `privacy_withdraw`).
     """
     if not settings.MEMORYHUB_HONCHO_SYNC or not entries or owner.get_username() == PROBE_USERNAME:
         return
+    shared = [entry for entry in entries if entry.privacy != Privacy.LOCAL]
+    if not shared:
+        return
     operation = SyncTask.Operation.DELETE if deleted else SyncTask.Operation.UPSERT
-    outbox.tasks_record(entries, operation=operation, now=timezone.now())
+    outbox.tasks_record(shared, operation=operation, now=timezone.now())
+
+
+def privacy_withdraw(*, owner: User, entries: Sequence[MemoryEntry]) -> None:
+    """Take these entries, being made local, out of Honcho and remote embeddings: call it in that transaction.
+
+    Each gets a new Honcho session id (the caller saves it with the change): the old session is
+    queued for deletion, when sync is on or the hub ever queued it, and the new one never leaves
+    the hub. A vector a remote provider made of the entry is dropped.
+    """
+    if not entries:
+        return
+    old_sessions = [entry.honcho_session_id for entry in entries]
+    mirrored = settings.MEMORYHUB_HONCHO_SYNC and owner.get_username() != PROBE_USERNAME
+    if not mirrored:
+        mirrored_sessions = set(
+            SyncTask.objects.filter(session_id__in=old_sessions).values_list("session_id", flat=True)
+        )
+    gone = [
+        MemoryEntry(
+            honcho_session_id=entry.honcho_session_id,
+            owner_id=entry.owner_id,
+            uid=entry.uid,
+            key=entry.key,
+            version=entry.version,
+        )
+        for entry in entries
+        if mirrored or entry.honcho_session_id in mirrored_sessions
+    ]
+    if gone:
+        outbox.tasks_record(gone, operation=SyncTask.Operation.DELETE, now=timezone.now())
+    for entry in entries:
+        entry.honcho_session_id = new_honcho_session_id()
+    embedding_withdraw(entries)
+
+
+def account_default_privacy(owner: User) -> str:
+    """The privacy class the account's writes take when they name none (its policy's, else shared): one query."""
+    chosen = AccountPolicy.objects.filter(account=owner).values_list("default_privacy", flat=True).first()
+    return chosen or Privacy.SHARED
 
 
 def _snapshot(entry: MemoryEntry) -> MemoryEntry:
-    return MemoryEntry(value=entry.value, kind=entry.kind, meta=entry.meta)
+    return MemoryEntry(value=entry.value, kind=entry.kind, meta=entry.meta, privacy=entry.privacy)
 
 
 def _apply_change(
@@ -139,21 +195,28 @@ def _apply_change(
     value: str | None,
     kind: str | None,
     meta: dict | None,
+    privacy: str | None,
     actor: User | None,
 ) -> PutResult:
     before = _snapshot(entry)
     new_value = entry.value if value is None else value
     new_kind = entry.kind if kind is None else kind
     new_meta = entry.meta if meta is None else meta
-    if (new_value, new_kind, new_meta) == (entry.value, entry.kind, entry.meta):
+    new_privacy = entry.privacy if privacy is None else privacy
+    if (new_value, new_kind, new_meta, new_privacy) == (entry.value, entry.kind, entry.meta, entry.privacy):
         return PutResult(entry=entry, created=False, changed=False)
-    entry.value, entry.kind, entry.meta = new_value, new_kind, new_meta
+    fields = ["value", "value_folded", "kind", "meta", "privacy", "version", "updated"]
+    if new_privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL:
+        privacy_withdraw(owner=owner, entries=[entry])
+        fields.append("honcho_session_id")
+    entry.value, entry.kind, entry.meta, entry.privacy = new_value, new_kind, new_meta, new_privacy
     entry.version += 1
     entry.updated = timezone.now()
-    entry.save(update_fields=["value", "value_folded", "kind", "meta", "version", "updated"])
+    entry.save(update_fields=fields)
     _event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before).save()
     sync_outbox_record(owner=owner, entries=[entry])
-    if entry.value != before.value:
+    # A local entry made shared may have had no vector (a remote provider is never given one).
+    if entry.value != before.value or (before.privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL):
         embedding_mark_stale([entry])
     return PutResult(entry=entry, created=False, changed=True)
 
@@ -166,14 +229,16 @@ def entry_put(
     value: str,
     kind: str | None = None,
     meta: dict | None = None,
+    privacy: str | None = None,
     actor: User | None = None,
     expected_version: int | None = None,
 ) -> PutResult:
     """Create the entry (owner, uid, key) or replace its value.
 
     A new entry starts at version 1, or when (uid, key) was deleted before, at the version after
-    the last one its history holds: a version never repeats for a key. kind and meta left as None
-    keep what the entry has (or the defaults on creation). A put that changes nothing records
+    the last one its history holds: a version never repeats for a key. kind, meta and privacy left
+    as None keep what the entry has (or on creation the defaults: privacy is the account's
+    default_privacy, memories.selectors.account_policy). A put that changes nothing records
     nothing and keeps the version. actor is the account that made the
     change (the owner when None). With expected_version, the write happens only when the entry is
     at that version (ABSENT_VERSION: only when there is no such entry), else VersionConflict. Raises
@@ -186,6 +251,8 @@ def entry_put(
         check_kind(kind)
     if meta is not None:
         check_meta(meta)
+    if privacy is not None:
+        check_privacy(privacy)
     with transaction.atomic():
         entry = _locked_entry(owner=owner, uid=uid, key=key)
         _check_expected(entry, expected_version)
@@ -198,6 +265,7 @@ def entry_put(
                 value=value,
                 kind=kind or DEFAULT_KIND,
                 meta=meta if meta is not None else {},
+                privacy=privacy or account_default_privacy(owner),
                 created=now,
                 updated=now,
                 version=_last_version(owner=owner, uid=uid, key=key) + 1,
@@ -215,7 +283,7 @@ def entry_put(
                 sync_outbox_record(owner=owner, entries=[entry])
                 embedding_mark_stale([entry])
                 return PutResult(entry=entry, created=True, changed=True)
-        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
+        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, privacy=privacy, actor=actor)
 
 
 def entry_update(
@@ -226,6 +294,7 @@ def entry_update(
     value: str | None = None,
     kind: str | None = None,
     meta: dict | None = None,
+    privacy: str | None = None,
     actor: User | None = None,
     expected_version: int | None = None,
 ) -> PutResult:
@@ -236,6 +305,8 @@ def entry_update(
         check_kind(kind)
     if meta is not None:
         check_meta(meta)
+    if privacy is not None:
+        check_privacy(privacy)
     with transaction.atomic():
         entry = _locked_entry(owner=owner, uid=uid, key=key)
         if entry is None:
@@ -243,7 +314,7 @@ def entry_update(
                 raise EntryNotFound(f"{uid}/{key}")
             raise VersionConflict(ABSENT_VERSION)
         _check_expected(entry, expected_version)
-        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, actor=actor)
+        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, privacy=privacy, actor=actor)
 
 
 def entry_delete(
@@ -278,6 +349,59 @@ def user_forget(*, owner: User, uid: str, actor: User | None = None) -> int:
         sync_outbox_record(owner=owner, entries=entries, deleted=True)
         MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
         return len(entries)
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What an erasure removed: the uid's entries and history events (the erasure's own record aside)."""
+
+    uid: str
+    entries: int
+    events: int
+
+
+def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure | None:
+    """Erase uid from the account, for a request to be forgotten: entries, history and Honcho sessions.
+
+    In one transaction: every entry the account holds about uid is deleted, with every history event
+    of uid (so nothing can be restored, and no value, key or meta of theirs stays), and the Honcho
+    sessions of its shared entries, and of any earlier one the outbox still names, are queued for
+    deletion. One `erase` event stays in their place: who (actor, the owner when None), when, and
+    how many entries, with an empty key and no values. Earlier erase events stay too. A later write
+    to a key of uid starts again at version 1. Returns None, writing nothing, when uid has neither
+    entries nor history.
+    """
+    check_uid(uid)
+    with transaction.atomic():
+        entries = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid).order_by("pk"))
+        history = MemoryEvent.objects.filter(owner=owner, uid=uid).exclude(action=MemoryEvent.Action.ERASE)
+        if not entries and not history.exists():
+            return None
+        sync_outbox_record(owner=owner, entries=entries, deleted=True)
+        # Sessions of entries deleted before (a forget while sync was off, a key made local since)
+        held = {entry.honcho_session_id for entry in entries}
+        earlier = [
+            MemoryEntry(honcho_session_id=session_id, owner_id=owner.pk, uid=uid, key=key, version=version)
+            for session_id, key, version in SyncTask.objects.filter(
+                owner=owner, uid=uid, operation=SyncTask.Operation.UPSERT
+            ).values_list("session_id", "key", "version")
+            if session_id not in held
+        ]
+        if earlier:
+            outbox.tasks_record(earlier, operation=SyncTask.Operation.DELETE, now=timezone.now())
+        MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
+        events, _ = history.delete()
+        MemoryEvent.objects.create(
+            owner=owner,
+            uid=uid,
+            key="",
+            action=MemoryEvent.Action.ERASE,
+            version=0,
+            entries_erased=len(entries),
+            actor_id=actor.pk if actor is not None else owner.pk,
+            at=timezone.now(),
+        )
+    return Erasure(uid=uid, entries=len(entries), events=events)
 
 
 def probe_data_clear(*, owner: User, uid: str) -> int:
@@ -337,6 +461,7 @@ def entry_restore(
             value=deletion.value_before or "",
             kind=deletion.kind_before or DEFAULT_KIND,
             meta=deletion.meta_before if deletion.meta_before is not None else {},
+            privacy=deletion.privacy_before or account_default_privacy(owner),
             created=creation or now,
             updated=now,
             version=deletion.version + 1,

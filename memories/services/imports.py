@@ -15,9 +15,9 @@ from django.utils import timezone
 from memories.accounts import account_create_locked
 from memories.embeddings.store import embedding_mark_stale
 from memories.folding import fold
-from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent, new_honcho_session_id
-from memories.services.entries import sync_outbox_record
-from memories.validation import InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent, Privacy, new_honcho_session_id
+from memories.services.entries import account_default_privacy, privacy_withdraw, sync_outbox_record
+from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 # The largest version a PositiveIntegerField holds on every database.
 DATABASE_MAX_VERSION = 2_147_483_647
@@ -31,7 +31,8 @@ IMPORT_LOOKUP_SIZE = 500
 
 @dataclass(frozen=True)
 class ImportRecord:
-    """One entry as an export file holds it. Timestamps and version left as None get defaults."""
+    """One entry as an export file holds it. Timestamps and version left as None get defaults; privacy
+    left as None is the account's default for a new entry and kept for one that exists."""
 
     uid: str
     key: str
@@ -41,6 +42,7 @@ class ImportRecord:
     created: datetime | None = None
     updated: datetime | None = None
     version: int | None = None
+    privacy: str | None = None
 
 
 @dataclass
@@ -61,6 +63,8 @@ def _check_import_record(record: ImportRecord, *, now: datetime) -> None:
     check_value(record.value)
     check_kind(record.kind)
     check_meta(record.meta)
+    if record.privacy is not None:
+        check_privacy(record.privacy)
     for name in ("created", "updated"):
         moment = getattr(record, name)
         if moment is not None and (not isinstance(moment, datetime) or timezone.is_naive(moment)):
@@ -135,12 +139,12 @@ def _new_entry_version(record: ImportRecord, latest: MemoryEvent | None) -> int:
 
 
 ENTRY_IMPORT_COLUMNS = (
-    "owner_id", "uid", "key", "value", "kind", "meta", "created", "updated", "version", "honcho_session_id",
-    "key_folded", "value_folded",
+    "owner_id", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version",
+    "honcho_session_id", "key_folded", "value_folded",
 )  # fmt: skip
 EVENT_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
-    "meta_before", "meta_after", "actor_id", "at",
+    "meta_before", "meta_after", "privacy_before", "privacy_after", "entries_erased", "actor_id", "at",
 )  # fmt: skip
 # Parameters per INSERT statement on the bulk path: inside both SQLite's limit (32,766 since 3.32)
 # and PostgreSQL's (65,535). Fewer, larger statements matter on SQLite: the full-text index is
@@ -174,6 +178,7 @@ def _import_round(
     owner: User,
     latest: dict[tuple[str, str], ImportRecord],
     actor_id: int,
+    default_privacy: str,
     now: datetime,
     counts: ImportCounts,
     dry_run: bool,
@@ -196,16 +201,18 @@ def _import_round(
     changed_entries: list[MemoryEntry] = []
     created_entries: list[MemoryEntry] = []
     text_changed: list[MemoryEntry] = []
+    made_local: list[MemoryEntry] = []
     for identity, record in latest.items():
         entry = existing.get(identity)
         if entry is None:
+            privacy = record.privacy or default_privacy
             created = record.created or record.updated or now
             updated = record.updated or max(created, now)
             version = _new_entry_version(record, latest_events.get(identity))
             meta = as_db_json(record.meta)
             session_id = new_honcho_session_id()
             new_rows.append(
-                (owner.pk, record.uid, record.key, record.value, record.kind, meta,
+                (owner.pk, record.uid, record.key, record.value, record.kind, meta, privacy,
                  as_db_time(created), as_db_time(updated), version, session_id,
                  fold(record.key), fold(record.value))
             )  # fmt: skip
@@ -218,25 +225,31 @@ def _import_round(
                     value=record.value,
                     kind=record.kind,
                     meta=record.meta,
+                    privacy=privacy,
                     version=version,
                     honcho_session_id=session_id,
                 )
             )
             event_rows.append(
                 (owner.pk, record.uid, record.key, MemoryEvent.Action.CREATE.value, version, None, record.value,
-                 None, record.kind, None, meta, actor_id, db_now)
+                 None, record.kind, None, meta, None, privacy, None, actor_id, db_now)
             )  # fmt: skip
-        elif (entry.value, entry.kind, entry.meta) == (record.value, record.kind, record.meta):
+            continue
+        privacy = record.privacy or entry.privacy
+        if (entry.value, entry.kind, entry.meta, entry.privacy) == (record.value, record.kind, record.meta, privacy):
             counts.unchanged += 1
         else:
             event_rows.append(
                 (owner.pk, record.uid, record.key, MemoryEvent.Action.UPDATE.value,
                  max(entry.version + 1, record.version or 1), entry.value, record.value, entry.kind, record.kind,
-                 as_db_json(entry.meta), as_db_json(record.meta), actor_id, db_now)
+                 as_db_json(entry.meta), as_db_json(record.meta), entry.privacy, privacy, None, actor_id, db_now)
             )  # fmt: skip
-            if entry.value != record.value:
+            # a local entry made shared may have had no vector (a remote provider is never given one)
+            if entry.value != record.value or (entry.privacy == Privacy.LOCAL and privacy != Privacy.LOCAL):
                 text_changed.append(entry)
-            entry.value, entry.kind, entry.meta = record.value, record.kind, record.meta
+            if privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL:
+                made_local.append(entry)
+            entry.value, entry.kind, entry.meta, entry.privacy = record.value, record.kind, record.meta, privacy
             entry.value_folded = fold(record.value)
             entry.version = max(entry.version + 1, record.version or 1)
             entry.updated = now
@@ -251,9 +264,11 @@ def _import_round(
             overlay[(entry.uid, entry.key)] = entry
         return
     _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, new_rows)
+    privacy_withdraw(owner=owner, entries=made_local)
     if changed_entries:
         MemoryEntry.objects.bulk_update(
-            changed_entries, ["value", "value_folded", "kind", "meta", "version", "updated"]
+            changed_entries,
+            ["value", "value_folded", "kind", "meta", "privacy", "version", "updated", "honcho_session_id"],
         )
     _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
     sync_outbox_record(owner=owner, entries=created_entries + changed_entries)
@@ -309,11 +324,19 @@ def entries_import(
         return counts
     now = timezone.now()
     actor_id = actor.pk if actor is not None else owner.pk
+    default_privacy = account_default_privacy(owner)
     overlay: dict[tuple[str, str], MemoryEntry] = {}
     with transaction.atomic():
         for latest in rounds:
             _import_round(
-                owner=owner, latest=latest, actor_id=actor_id, now=now, counts=counts, dry_run=dry_run, overlay=overlay
+                owner=owner,
+                latest=latest,
+                actor_id=actor_id,
+                default_privacy=default_privacy,
+                now=now,
+                counts=counts,
+                dry_run=dry_run,
+                overlay=overlay,
             )
     return counts
 
@@ -352,6 +375,10 @@ class RestoreEvent:
     meta_after: dict | None
     actor: str | None
     at: datetime
+    privacy_before: str | None = None
+    privacy_after: str | None = None
+    # An erasure's event: how many entries it erased (its key is empty, its version 0, it holds no values).
+    entries_erased: int | None = None
 
 
 # One numbered line of a backup as the reader made it: a record, or the error that the line is not one.
@@ -400,11 +427,33 @@ def _check_side(event: RestoreEvent, side: str, *, present: bool) -> None:
             raise InvalidField(f"{name}_{side}", error.message) from None
 
 
+def _check_erase_event(event: RestoreEvent) -> None:
+    if event.key != "" or event.version != 0:
+        raise InvalidField("key", "must be empty, with version 0, for an erase event.")
+    for side in ("before", "after"):
+        _check_side(event, side, present=False)
+    erased = event.entries_erased
+    if isinstance(erased, bool) or not isinstance(erased, int) or erased < 0:
+        raise InvalidField("entries_erased", "must be a whole number of at least 0 for an erase event.")
+
+
 def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
     check_uid(event.uid)
-    check_key(event.key)
     if event.action not in MemoryEvent.Action.values:
         raise InvalidField("action", f"must be one of {', '.join(MemoryEvent.Action.values)}.")
+    for name in ("privacy_before", "privacy_after"):
+        if getattr(event, name) is not None:
+            try:
+                check_privacy(getattr(event, name))
+            except InvalidField as error:
+                raise InvalidField(name, error.message) from None
+    if event.action == MemoryEvent.Action.ERASE:
+        _check_erase_event(event)
+        _check_restore_time(event, now=now)
+        return
+    check_key(event.key)
+    if event.entries_erased is not None:
+        raise InvalidField("entries_erased", f"must be null for a {event.action} event.")
     if (
         isinstance(event.version, bool)
         or not isinstance(event.version, int)
@@ -413,6 +462,10 @@ def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
         raise InvalidField("version", f"must be a whole number from 1 to {DATABASE_MAX_VERSION}.")
     _check_side(event, "before", present=event.action != MemoryEvent.Action.CREATE)
     _check_side(event, "after", present=event.action != MemoryEvent.Action.DELETE)
+    _check_restore_time(event, now=now)
+
+
+def _check_restore_time(event: RestoreEvent, *, now: datetime) -> None:
     if event.actor is not None and not isinstance(event.actor, str):
         raise InvalidField("actor", "must be a username or null.")
     if not isinstance(event.at, datetime) or timezone.is_naive(event.at):
@@ -435,7 +488,16 @@ class _Restore:
         # (owner id, uid) that hold entries or history already: reported once, at their first line.
         self.conflicting: set[tuple[int, str]] = set()
         self.entry_identities: set[tuple[int, str, str]] = set()
+        self.default_privacy: dict[int, str] = {}
         self.now = timezone.now()
+
+    def privacy(self, owner: User, named: str | None) -> str:
+        """The class a restored entry takes: the one its line names, else its account's default."""
+        if named is not None:
+            return named
+        if owner.pk not in self.default_privacy:
+            self.default_privacy[owner.pk] = account_default_privacy(owner)
+        return self.default_privacy[owner.pk]
 
     def account(self, username: object, field_name: str) -> User:
         if not isinstance(username, str) or not username:
@@ -528,8 +590,9 @@ class _Restore:
                 self.entry_identities.add(identity)
                 assert record.created is not None and record.updated is not None and record.version is not None
                 session_id = new_honcho_session_id()
+                privacy = self.privacy(owner, record.privacy)
                 entry_rows.append(
-                    (owner.pk, record.uid, record.key, record.value, record.kind, as_db_json(record.meta),
+                    (owner.pk, record.uid, record.key, record.value, record.kind, as_db_json(record.meta), privacy,
                      as_db_time(record.created), as_db_time(record.updated), record.version, session_id,
                      fold(record.key), fold(record.value))
                 )  # fmt: skip
@@ -542,6 +605,7 @@ class _Restore:
                         value=record.value,
                         kind=record.kind,
                         meta=record.meta,
+                        privacy=privacy,
                         version=record.version,
                         honcho_session_id=session_id,
                     )
@@ -550,6 +614,7 @@ class _Restore:
                 event_rows.append(
                     (owner.pk, item.uid, item.key, item.action, item.version, item.value_before, item.value_after,
                      item.kind_before, item.kind_after, as_db_json(item.meta_before), as_db_json(item.meta_after),
+                     item.privacy_before, item.privacy_after, item.entries_erased,
                      actor.pk if actor is not None else None, as_db_time(item.at))
                 )  # fmt: skip
         if self.counts.refused:

@@ -28,7 +28,7 @@ from django.utils import timezone
 from memories import outbox
 from memories.backends.base import BackendError
 from memories.backends.honcho import HonchoRecord, HonchoStore, RemoteEntry, record_metadata
-from memories.models import PROBE_USERNAME, MemoryEntry, SyncTask
+from memories.models import PROBE_USERNAME, MemoryEntry, Privacy, SyncTask
 
 logger = logging.getLogger(__name__)
 
@@ -125,9 +125,9 @@ class SyncWorker:
         self.lease = timedelta(seconds=max(LEASE_MINIMUM_SECONDS, 10 * store.config.timeout))
 
     def push(self, task: outbox.ClaimedTask) -> None:
-        """Make Honcho hold the entry as it is now, or not at all when it is gone. Raises BackendError."""
+        """Make Honcho hold the entry as it is now, or not at all when it is gone (or local). Raises BackendError."""
         entry = MemoryEntry.objects.filter(honcho_session_id=task.session_id).select_related("owner").first()
-        if entry is None or entry.owner.get_username() == PROBE_USERNAME:
+        if entry is None or entry.privacy == Privacy.LOCAL or entry.owner.get_username() == PROBE_USERNAME:
             self.store.delete_session(task.session_id)
             return
         self.store.upsert(honcho_record(entry), session_id=entry.honcho_session_id)
@@ -197,7 +197,7 @@ class SyncWorker:
 class Difference:
     """One way Honcho differs from the hub: an entry missing or stale there, or a session extra there."""
 
-    kind: str  # "missing", "stale" or "extra"
+    kind: str  # "missing", "stale", "extra" or "local"
     session_id: str
     owner_id: int | None
     uid: str
@@ -218,15 +218,20 @@ class Reconciliation:
 def reconcile(store: HonchoStore) -> Reconciliation:
     """Compare every entry of the hub (the probe's aside) with every session the hub wrote in Honcho.
 
-    missing: an entry Honcho has no session for; stale: its session holds another state; extra: a
-    session no entry holds (the entry was deleted, or its account). Raises BackendError.
+    missing: a shared entry Honcho has no session for; stale: its session holds another state; extra:
+    a session no entry holds (the entry was deleted, or its account); local: a session holding a
+    local entry (by its session id, or by its account, uid and key: one left from before it was made
+    local), which should never be found. Raises BackendError.
     """
     remote: dict[str, RemoteEntry] = {found.session_id: found for found in store.all_records()}
     result = Reconciliation(sessions=len(remote))
+    by_identity: dict[tuple[int | None, str, str], list[str]] = {}
+    for session_id, held_there in remote.items():
+        record = held_there.record
+        by_identity.setdefault((record.owner_id, record.uid, record.key), []).append(session_id)
     entries = MemoryEntry.objects.exclude(owner__username=PROBE_USERNAME).order_by("pk").iterator(chunk_size=1000)
     for entry in entries:
         result.entries += 1
-        found = remote.pop(entry.honcho_session_id, None)
         identity: dict[str, Any] = {
             "session_id": entry.honcho_session_id,
             "owner_id": entry.owner_id,
@@ -234,6 +239,13 @@ def reconcile(store: HonchoStore) -> Reconciliation:
             "key": entry.key,
             "version": entry.version,
         }
+        if entry.privacy == Privacy.LOCAL:
+            held = {entry.honcho_session_id, *by_identity.get((entry.owner_id, entry.uid, entry.key), ())}
+            for session_id in held & remote.keys():
+                del remote[session_id]
+                result.differences.append(Difference(kind="local", **{**identity, "session_id": session_id}))
+            continue
+        found = remote.pop(entry.honcho_session_id, None)
         if found is None:
             result.differences.append(Difference(kind="missing", **identity))
         elif record_metadata(found.record) != record_metadata(honcho_record(entry)):
@@ -254,15 +266,19 @@ def reconcile(store: HonchoStore) -> Reconciliation:
 
 
 def reconciliation_fix(result: Reconciliation, *, now: datetime) -> int:
-    """Queue the tasks that repair what a reconciliation found; returns how many were queued."""
+    """Queue the tasks that repair what a reconciliation found; returns how many were queued.
+
+    Missing and stale entries are pushed again; extra sessions, and those holding a local entry, are deleted.
+    """
     existing_accounts = set(get_user_model().objects.values_list("pk", flat=True))
+    removed = ("extra", "local")
     with transaction.atomic():
-        to_push = [difference.session_id for difference in result.differences if difference.kind != "extra"]
+        to_push = [difference.session_id for difference in result.differences if difference.kind not in removed]
         entries: list[MemoryEntry] = []
         for start in range(0, len(to_push), outbox.RECORD_CHUNK):
             entries += MemoryEntry.objects.filter(honcho_session_id__in=to_push[start : start + outbox.RECORD_CHUNK])
         outbox.tasks_record(entries, operation=SyncTask.Operation.UPSERT, now=now)
-        extras = [difference for difference in result.differences if difference.kind == "extra"]
+        extras = [difference for difference in result.differences if difference.kind in removed]
         for extra in extras:
             owner_id = extra.owner_id if extra.owner_id in existing_accounts else None
             outbox.session_delete_record(

@@ -12,7 +12,7 @@ from django.db import connection
 from memories import selectors, services
 from memories.models import MemoryEntry, MemoryEvent
 
-FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "created", "updated", "version")
+FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version")
 
 
 def _snapshot() -> list[tuple]:
@@ -200,3 +200,38 @@ def test_later_lines_for_the_same_entry_win_across_and_within_chunks(owner, tmp_
     assert entry.value == "v4"
     actions = [event.action for event in selectors.entry_history(owner=owner, uid="alice", key="k")]
     assert actions[-1] == "create" and set(actions[:-1]) == {"update"}
+
+
+def test_an_export_keeps_local_entries_marks_them_and_imports_them_local(owner, stranger, tmp_path: Path):
+    _seed(owner, stranger)
+    services.entry_put(owner=stranger, uid="bob", key="diagnosis", value="asthma", privacy="local")
+    backup = tmp_path / "backup.jsonl"
+    call_command("export_memories", str(backup))
+    header, *lines = backup.read_bytes().splitlines()
+    marked = {json.loads(line)["key"]: json.loads(line)["privacy"] for line in lines}
+    assert json.loads(header)["local"] == 1
+    assert marked == {"language": "shared", "tone": "shared", "editor": "shared", "diagnosis": "local"}
+
+    MemoryEntry.objects.all().delete()
+    services.account_policy_set(account=stranger, default_privacy="shared")
+    call_command("import_memories", str(backup))
+    assert selectors.entry_get(owner=stranger, uid="bob", key="diagnosis").privacy == "local"
+
+
+def test_a_line_without_privacy_takes_the_importing_accounts_default(owner, tmp_path: Path):
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    backup = tmp_path / "backup.jsonl"
+    call_command("export_memories", str(backup))
+    header, line = backup.read_bytes().splitlines()
+    entry = json.loads(line)
+    del entry["privacy"]
+    body = json.dumps(entry).encode() + b"\n"
+    header_fields = {**json.loads(header), "sha256": hashlib.sha256(body).hexdigest()}
+    del header_fields["local"]
+    backup.write_bytes(json.dumps(header_fields).encode() + b"\n" + body)
+    MemoryEntry.objects.all().delete()
+    services.account_policy_set(account=owner, default_privacy="local")
+
+    call_command("import_memories", str(backup))
+
+    assert selectors.entry_get(owner=owner, uid="alice", key="editor").privacy == "local"

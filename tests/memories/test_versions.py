@@ -98,7 +98,9 @@ def test_an_import_after_a_delete_goes_on_from_the_last_version(deleted_at_two, 
     moment = datetime(2026, 11, 1, tzinfo=UTC)
     backup = tmp_path / "backup.jsonl"
     with backup.open("wb") as destination:
-        exchange.write_export([("owner", "alice", "editor", "vim", "preference", {}, moment, moment, 1)], destination)
+        exchange.write_export(
+            [("owner", "alice", "editor", "vim", "preference", {}, "shared", moment, moment, 1)], destination
+        )
     call_command("import_memories", str(backup), "--quiet")
     assert _version(owner) == 3
     history = selectors.entry_history(owner=owner, uid="alice", key="editor").values_list("action", "version")

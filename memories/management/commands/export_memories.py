@@ -53,7 +53,9 @@ class Command(BaseCommand):
                 f"Exported {header.entries} entries and {header.events} history events (sha256 {header.sha256})."
             )
         else:
-            self.stderr.write(f"Exported {header.count} entries (sha256 {header.sha256}).")
+            self.stderr.write(
+                f"Exported {header.count} entries, {header.local} of them local (sha256 {header.sha256})."
+            )
 
     def write_file(self, write: Callable[[IO[bytes]], exchange.ExportHeader], path: Path) -> exchange.ExportHeader:
         """Write to a temporary file beside path and rename it, so path is never half-written."""

@@ -39,7 +39,7 @@ class Command(BaseCommand):
         mode.add_argument(
             "--reconcile",
             action="store_true",
-            help="report entries missing or stale in Honcho, and sessions extra there",
+            help="report entries missing or stale in Honcho, sessions extra there, and local entries found there",
         )
         parser.add_argument(
             "--fix", action="store_true", help="with --reconcile: queue the tasks that repair the differences"
@@ -115,7 +115,8 @@ class Command(BaseCommand):
             store.close()
         self.stdout.write(
             f"{result.entries} entries in the hub, {result.sessions} sessions in Honcho: "
-            f"{result.count('missing')} missing, {result.count('stale')} stale, {result.count('extra')} extra"
+            f"{result.count('missing')} missing, {result.count('stale')} stale, {result.count('extra')} extra, "
+            f"{result.count('local')} local-only entries in Honcho (should be 0)"
         )
         for difference in result.differences[:DIFFERENCES_SHOWN]:
             self.stdout.write(

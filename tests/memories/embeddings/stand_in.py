@@ -41,6 +41,10 @@ class StandIn:
     reply_override: bytes | None = None
     server: ThreadingHTTPServer | None = None
 
+    def texts(self) -> list[str]:
+        """Every text the endpoint was asked to embed, in the order received."""
+        return [text for request in self.requests for text in request.body.get("input", [])]
+
     def stop(self) -> None:
         """Stop serving; once stopped, stopping again does nothing."""
         if self.server is None:

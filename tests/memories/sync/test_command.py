@@ -98,7 +98,10 @@ def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix
     services.entry_delete(owner=owner, uid="alice", key="deleted")
 
     report = honcho_sync("--reconcile")
-    assert report.splitlines()[0] == "3 entries in the hub, 3 sessions in Honcho: 1 missing, 1 stale, 1 extra"
+    assert report.splitlines()[0] == (
+        "3 entries in the hub, 3 sessions in Honcho: 1 missing, 1 stale, 1 extra, "
+        "0 local-only entries in Honcho (should be 0)"
+    )
     assert {line.split()[0] for line in report.splitlines()[1:]} == {"missing", "stale", "extra"}
 
     assert honcho_sync("--reconcile", "--fix").splitlines()[-1].startswith("3 task(s) queued")
@@ -106,7 +109,8 @@ def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix
     served_double.purge()
     assert (
         honcho_sync("--reconcile").splitlines()[0]
-        == "3 entries in the hub, 3 sessions in Honcho: 0 missing, 0 stale, 0 extra"
+        == "3 entries in the hub, 3 sessions in Honcho: 0 missing, 0 stale, 0 extra, "
+        "0 local-only entries in Honcho (should be 0)"
     )
 
 
