@@ -14,10 +14,10 @@ from memories import selectors, services
 from memories.accounts import account_create
 from memories.models import MemoryEntry, MemoryEvent, SyncTask
 
-ENTRY_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "created", "updated", "version")
+ENTRY_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version")
 EVENT_FIELDS = (
     "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
-    "meta_before", "meta_after", "actor__username", "at",
+    "meta_before", "meta_after", "privacy_before", "privacy_after", "entries_erased", "actor__username", "at",
 )  # fmt: skip
 
 
@@ -66,6 +66,10 @@ def _build_hub(owner: User, stranger: User, staff: User) -> None:
     services.entry_put(owner=stranger, uid="dave", key="colour", value="blue")
     services.user_forget(owner=stranger, uid="dave", actor=stranger)
     services.entry_put(owner=stranger, uid="erin", key="city", value="Lyon")
+    services.entry_put(owner=stranger, uid="erin", key="diagnosis", value="asthma", privacy="local")
+    services.entry_update(owner=owner, uid="carol", key="food", privacy="local")
+    services.entry_put(owner=stranger, uid="frank", key="request", value="forget me")
+    services.user_erase(owner=stranger, uid="frank", actor=staff)
     # A change made by an account that was deleted since: its history rows keep no actor.
     former, _ = account_create(username="former")
     services.entry_put(owner=owner, uid="alice", key="pet", value="cat", actor=former)
@@ -101,7 +105,11 @@ def test_a_backup_with_history_restores_every_entry_and_history_row_exactly(hub,
     actors = {row[EVENT_FIELDS.index("actor__username")] for row in history}
     assert actors == {"owner", "staffer", "stranger", None}
     actions = {row[EVENT_FIELDS.index("action")] for row in history}
-    assert actions == {"create", "update", "delete"}
+    assert actions == {"create", "update", "delete", "erase"}
+    assert {row[ENTRY_FIELDS.index("key")] for row in entries if row[ENTRY_FIELDS.index("privacy")] == "local"} == {
+        "diagnosis",
+        "food",
+    }
 
 
 def test_the_restored_hub_serves_the_history_newest_first_with_its_actors(owner, hub, tmp_path: Path):
@@ -242,7 +250,7 @@ def test_bad_history_lines_are_named_by_line_and_field(owner, tmp_path: Path, ca
     with pytest.raises(CommandError, match="7 lines were refused"):
         call_command("import_memories", str(backup), quiet=True)
     out = capsys.readouterr().out
-    assert "line 2: action: must be one of create, update, delete." in out
+    assert "line 2: action: must be one of create, update, delete, erase." in out
     assert "line 3: value_before: must be null for a create event." in out
     assert "line 4: value_before: is required for a update event." in out
     assert "line 5: kind_after: must start with a letter or digit" in out
