@@ -234,7 +234,8 @@ def rankings_available() -> list[Ranking]:
         rankings.append(Ranking(name="semantic", description=semantic, rank=rank_semantic, cutoff=cutoff))
     else:
         rankings.append(Ranking(name="semantic", description=semantic, unavailable="the hub has no vector search yet"))
-    rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical))
+    # It returns only word matches and entries above the similarity floor: an empty list says "nothing".
+    rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical, matches_only=True))
     return rankings
 
 

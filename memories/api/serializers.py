@@ -64,8 +64,8 @@ class SearchResultSerializer(EntrySerializer):
 
     score = serializers.SerializerMethodField(
         help_text="The ranking's score (higher is better; comparable within one query only): the fused score "
-        "when the search was hybrid, the lexical one otherwise; null past the ranked results, where they come "
-        "newest first, and with match=substring."
+        "when the search was hybrid (null past the fused results), the lexical one otherwise (null past the "
+        "ranked results, where they come newest first), and null with match=substring."
     )
     matched_terms = serializers.SerializerMethodField(
         help_text="The query's words and phrases (folded: no case, no accents) that the entry holds."

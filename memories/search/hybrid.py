@@ -2,13 +2,14 @@
 
 Reciprocal rank fusion: an entry's score is the sum, over the rankings that found it, of
 weight / (RRF_K + its rank there), so an entry both rankings place high comes first, and one only
-the meaning finds (no shared word) still gets in. The lexical side is the lexical search's ranked
-candidates (memories.search.lexical); the semantic side is the user's SEMANTIC_CANDIDATES nearest
-vectors above vectors.MIN_SIMILARITY. The constants are tuned with `manage.py benchmark_recall
---set tune` (docs/RECALL.md).
+the meaning finds (no shared word) still gets in. The lexical side is the lexical search's first
+LEXICAL_FUSED ranked candidates (memories.search.lexical); the semantic side is the user's
+SEMANTIC_CANDIDATES nearest vectors above vectors.MIN_SIMILARITY. The constants are tuned on the
+recall set's tune split only (docs/RECALL.md says how).
 
-The fused entries come first, best first; every other lexical match follows, newest first, as in
-the lexical search, so every entry the words find is still reachable by paging.
+The fused entries come first, best first; the lexical search's other ranked candidates follow in
+its order, then every other lexical match newest first, as in the lexical search, so every entry the
+words find is still reachable by paging.
 
 The query is embedded in the request. When the provider fails or is slower than
 MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT, the search answers with the lexical ranking alone and says why
@@ -36,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 # How many of the user's nearest vectors take part in a fusion.
 SEMANTIC_CANDIDATES = 20
+# How many of the word ranking's candidates take part in it; its others follow the fused entries, in
+# its order (deeper, the word ranking's filler pushes the meaning's finds out of the first five).
+LEXICAL_FUSED = 5
 # Reciprocal rank fusion: an entry at rank r of a ranking adds weight / (RRF_K + r).
 RRF_K = 60
 LEXICAL_WEIGHT = 1.0
@@ -113,11 +117,11 @@ def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int,
 
 
 @dataclass(frozen=True)
-class Fused:
-    """One fused entry: its score and what each ranking said of it."""
+class Ranked:
+    """One ranked entry: its fused score (None past the fused ones) and what each ranking said of it."""
 
     entry_id: int
-    score: float
+    score: float | None
     lexical_rank: int | None
     lexical_score: float | None
     semantic_similarity: float | None
@@ -144,12 +148,13 @@ class HybridMatches:
         self.lexical = lexical
         self.owner_id, self.uid, self.kind, self.query = lexical.owner_id, lexical.uid, lexical.kind, lexical.query
         self.nearest = nearest
-        self._fused: list[Fused] | None = None
+        self._fused: list[Ranked] | None = None
         self._count: int | None = None
 
     @property
-    def fused(self) -> list[Fused]:
-        """The fused entries, best first (ties newest first by id)."""
+    def fused(self) -> list["Ranked"]:
+        """The ranked entries: the fused ones best first (ties newest first by id), then the word
+        ranking's other candidates in its order (their score None)."""
         if self._fused is None:
             nearest = self.nearest
             if self.kind and nearest:
@@ -164,22 +169,21 @@ class HybridMatches:
                 )
                 nearest = [(entry_id, similarity) for entry_id, similarity in nearest if entry_id in of_kind]
             candidates = self.lexical.candidates
-            scores = fuse([candidate.entry_id for candidate in candidates], nearest)
+            fused_ids = [candidate.entry_id for candidate in candidates[:LEXICAL_FUSED]]
+            scores = fuse(fused_ids, nearest)
             lexical = {candidate.entry_id: (rank, candidate.score) for rank, candidate in enumerate(candidates, 1)}
             similarity = dict(nearest)
-            self._fused = sorted(
-                (
-                    Fused(
-                        entry_id=entry_id,
-                        score=score,
-                        lexical_rank=lexical[entry_id][0] if entry_id in lexical else None,
-                        lexical_score=lexical[entry_id][1] if entry_id in lexical else None,
-                        semantic_similarity=similarity.get(entry_id),
-                    )
-                    for entry_id, score in scores.items()
-                ),
-                key=lambda fused: (-fused.score, -fused.entry_id),
-            )
+
+            def ranked(entry_id: int, score: float | None) -> Ranked:
+                rank, lexical_score = lexical.get(entry_id, (None, None))
+                return Ranked(entry_id, score, rank, lexical_score, similarity.get(entry_id))
+
+            best_first = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
+            # The word ranking's candidates past its first LEXICAL_FUSED follow in its order, unfused.
+            rest = [candidate.entry_id for candidate in candidates if candidate.entry_id not in scores]
+            self._fused = [ranked(entry_id, score) for entry_id, score in best_first] + [
+                ranked(entry_id, None) for entry_id in rest
+            ]
         return self._fused
 
     def _semantic_only(self) -> list[int]:
