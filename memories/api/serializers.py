@@ -10,7 +10,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.models import KEY_MAX_LENGTH, MemoryEntry, MemoryEvent
-from memories.services import BATCH_MAX_OPERATIONS
+from memories.services import (
+    BATCH_MAX_OPERATIONS,
+    BATCH_MIN_EXPECTED_VERSION,
+    BatchOp,
+    check_batch_op,
+    check_expected_version,
+    check_put_has_value,
+)
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_value
 
 
@@ -211,18 +218,40 @@ class InfoSerializer(serializers.Serializer):
     version = serializers.CharField()
 
 
+class BatchOpField(serializers.ChoiceField):
+    """A batch operation's op, checked by the batch's own rule (services.check_batch_op); an enum in the schema."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=BatchOp.choices, **kwargs)
+
+    def to_internal_value(self, data: object) -> str:
+        return _run_check(check_batch_op, data)
+
+
+@extend_schema_field({"type": "integer", "minimum": BATCH_MIN_EXPECTED_VERSION})
+class ExpectedVersionField(serializers.IntegerField):
+    """A whole number; its lower bound is the batch's rule (services.check_expected_version), checked in validate."""
+
+
 class BatchOperationSerializer(EntryCreateSerializer):
     """One operation of POST /users/{uid}/memories/batch: key, value, kind and meta checked as a put's."""
 
-    op = serializers.ChoiceField(choices=["put", "delete"])
+    # The batch's own rules (op, expected_version, a put's value) are services.batch's, which
+    # entries_batch applies to every caller too.
+    op = BatchOpField()
     value = StrictCharField(required=False, allow_blank=True, help_text="Required for a put.")
-    expected_version = serializers.IntegerField(
-        required=False, min_value=1, help_text="Apply only if the entry is at this version (as If-Match)."
+    expected_version = ExpectedVersionField(
+        required=False, help_text="Apply only if the entry is at this version (as If-Match)."
     )
 
+    def validate_expected_version(self, expected_version: int) -> int | None:
+        return _run_check(check_expected_version, expected_version)
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["op"] == "put" and "value" not in attrs:
-            raise serializers.ValidationError({"value": ["This field is required for a put."]})
+        try:
+            check_put_has_value(attrs["op"], attrs.get("value"))
+        except InvalidField as error:
+            raise serializers.ValidationError({error.field: [error.message]}) from None
         return attrs
 
 

@@ -9,10 +9,14 @@ policies); import them from here.
 
 from memories.services.batch import (
     BATCH_MAX_OPERATIONS,
+    BATCH_MIN_EXPECTED_VERSION,
     BatchOp,
     BatchOperation,
     BatchOutcome,
     BatchRejected,
+    check_batch_op,
+    check_expected_version,
+    check_put_has_value,
     entries_batch,
 )
 from memories.services.entries import (
@@ -51,6 +55,7 @@ from memories.services.policies import InvalidPolicy, account_policy_set
 __all__ = [
     "ABSENT_VERSION",
     "BATCH_MAX_OPERATIONS",
+    "BATCH_MIN_EXPECTED_VERSION",
     "IMPORT_CLOCK_SKEW",
     "IMPORT_MAX_VERSION",
     "BatchOp",
@@ -71,6 +76,9 @@ __all__ = [
     "VersionConflict",
     "account_default_privacy",
     "account_policy_set",
+    "check_batch_op",
+    "check_expected_version",
+    "check_put_has_value",
     "entries_batch",
     "entries_import",
     "entry_delete",

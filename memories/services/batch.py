@@ -1,6 +1,8 @@
 """Batches: up to BATCH_MAX_OPERATIONS puts and deletes on one user's entries, all or none."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import models, transaction
@@ -52,28 +54,66 @@ class BatchRejected(Exception):
         self.errors = errors
 
 
+# The smallest version an operation's expected_version may name (ABSENT_VERSION, create-only, is not one).
+BATCH_MIN_EXPECTED_VERSION = 1
+
+# The batch's rules on an operation, each in this one place: the API's BatchOperationSerializer calls
+# them for its 400 (so their messages are the API's), and entries_batch calls them for every caller.
+
+
+def check_batch_op(op: object) -> str:
+    """The operation's op: one of BatchOp; raises InvalidField."""
+    if not isinstance(op, str) or op not in BatchOp.values:
+        raise InvalidField("op", f'"{op}" is not a valid choice.')
+    return op
+
+
+def check_expected_version(expected_version: object) -> int | None:
+    """An operation's expected_version: None (no condition), or a whole number from BATCH_MIN_EXPECTED_VERSION."""
+    if expected_version is None:
+        return None
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        raise InvalidField("expected_version", "A valid integer is required.")
+    if expected_version < BATCH_MIN_EXPECTED_VERSION:
+        raise InvalidField(
+            "expected_version", f"Ensure this value is greater than or equal to {BATCH_MIN_EXPECTED_VERSION}."
+        )
+    return expected_version
+
+
+def check_put_has_value(op: str, value: object) -> None:
+    """A put carries a value (a delete needs none); raises InvalidField."""
+    if op == BatchOp.PUT and value is None:
+        raise InvalidField("value", "This field is required for a put.")
+
+
 def _batch_operation_errors(operation: BatchOperation) -> dict[str, list[str]]:
+    """Every rule an operation breaks, by field, as the API's serializer names them."""
     errors: dict[str, list[str]] = {}
-    checks: list[tuple] = [(check_key, operation.key)]
+    checks: list[tuple[Callable[[Any], object], object]] = [
+        (check_key, operation.key),
+        (check_batch_op, operation.op),
+        (check_expected_version, operation.expected_version),
+    ]
     if operation.op == BatchOp.PUT:
-        checks.append((check_value, operation.value))
+        if operation.value is not None:
+            checks.append((check_value, operation.value))
         if operation.kind is not None:
             checks.append((check_kind, operation.kind))
         if operation.meta is not None:
             checks.append((check_meta, operation.meta))
         if operation.privacy is not None:
             checks.append((check_privacy, operation.privacy))
-    elif operation.op != BatchOp.DELETE:
-        errors["op"] = [f"must be one of {', '.join(BatchOp.values)}."]
     for check, field_value in checks:
         try:
             check(field_value)
         except InvalidField as error:
             errors.setdefault(error.field, []).append(error.message)
-    if operation.expected_version is not None and (
-        not isinstance(operation.expected_version, int) or operation.expected_version < 1
-    ):
-        errors["expected_version"] = ["must be a whole number of at least 1."]
+    if not errors:
+        try:
+            check_put_has_value(operation.op, operation.value)
+        except InvalidField as error:
+            errors[error.field] = [error.message]
     return errors
 
 

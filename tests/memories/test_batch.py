@@ -124,3 +124,21 @@ def test_the_batch_service_checks_every_operation_itself(owner):
     assert set(rejected.value.errors) == {1, 2}
     assert "value" in rejected.value.errors[1] and "op" in rejected.value.errors[2]
     assert _keys(owner) == []
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        {"op": "rename", "key": "k"},
+        {"op": "put", "key": "k"},
+        {"op": "put", "key": "k", "value": "v", "expected_version": 0},
+        {"op": "delete", "key": "k" * 300, "expected_version": -1},
+        {"op": "put", "key": "", "value": "v", "kind": "no spaces", "meta": [1]},
+    ],
+)
+def test_the_service_refuses_an_operation_in_the_apis_own_words(owner, owner_api, operation):
+    response = owner_api.post(BATCH_URL, {"operations": [operation]}, format="json")
+    with pytest.raises(services.BatchRejected) as rejected:
+        services.entries_batch(owner=owner, uid="alice", operations=[services.BatchOperation(**operation)])
+    assert response.status_code == 400
+    assert response.json()["operations"] == {"0": rejected.value.errors[0]}
