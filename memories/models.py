@@ -21,6 +21,8 @@ DEFAULT_KIND = "preference"
 PROBE_USERNAME = "memoryhub-probe"
 PROBE_UID = "_memoryhub_probe_"
 HONCHO_SESSION_ID_MAX_LENGTH = 64
+# The names of the write guard's rules an entry broke, comma-separated (memories.guard).
+GUARD_FLAGS_MAX_LENGTH = 500
 EMBEDDING_MODEL_MAX_LENGTH = 200
 
 
@@ -149,6 +151,9 @@ class MemoryEntry(models.Model):
     honcho_session_id = models.CharField(
         max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, default=new_honcho_session_id, editable=False
     )
+    # The write guard's rules the key or value broke when it was written, comma-separated, in rule order
+    # ("" for none): set by memories.services when the account's guard flags (memories.guard).
+    guard_flags = models.CharField(max_length=GUARD_FLAGS_MAX_LENGTH, blank=True, default="", editable=False)
 
     class Meta:
         verbose_name = "memory entry"
@@ -173,6 +178,85 @@ class MemoryEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.uid}/{self.key}"
+
+    @property
+    def guard_flag_names(self) -> list[str]:
+        """The write guard's rules this entry broke, in rule order; [] when it broke none."""
+        return self.guard_flags.split(",") if self.guard_flags else []
+
+
+class HeldWrite(models.Model):
+    """A write the guard held for review: not stored as an entry, invisible to every read, until staff decide.
+
+    Written only by memories.services: created when an account whose guard mode is `hold` writes a
+    value that breaks a rule (memories.guard), approved (the write is applied, as its decider) or
+    rejected (nothing is stored), and kept afterwards as the record of who decided and when.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending review"
+        APPROVED = "approved", "approved"
+        REJECTED = "rejected", "rejected"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="held_writes")
+    uid = models.CharField(max_length=UID_MAX_LENGTH)
+    key = models.CharField(max_length=KEY_MAX_LENGTH)
+    value = models.TextField(help_text="The value the write asked to store.")
+    kind = models.CharField(  # noqa: DJ001 - None keeps the entry's kind, as a put without kind does
+        max_length=KIND_MAX_LENGTH, null=True, blank=True, help_text="Empty: the write kept the entry's kind."
+    )
+    meta = models.JSONField(null=True, blank=True, help_text="Empty: the write kept the entry's meta.")
+    privacy = models.CharField(  # noqa: DJ001 - None: the entry's privacy, or the account's default, as a put without one
+        max_length=8, choices=Privacy.choices, null=True, blank=True, help_text="Empty: the write named none."
+    )
+    guard_flags = models.CharField(max_length=GUARD_FLAGS_MAX_LENGTH, help_text="The rules the write broke.")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The account that made the write.",
+    )
+    requested_at = models.DateTimeField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The staff member who approved or rejected it.",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    entry_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The entry's version once the approved write was applied."
+    )
+
+    class Meta:
+        verbose_name = "held write"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["pending", "approved", "rejected"]), name="held_write_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status="pending", decided_at=None)
+                | (~models.Q(status="pending") & ~models.Q(decided_at=None)),
+                name="held_write_decided_when_not_pending",
+            ),
+        ]
+        indexes = [
+            # the review queue: pending writes, oldest first; an account's own held writes
+            models.Index(fields=["status", "requested_at"], name="held_write_queue"),
+            models.Index(fields=["owner", "uid", "key"], name="held_write_owner_entry"),
+        ]
+
+    def __str__(self) -> str:
+        return f"held write {self.uid}/{self.key} ({self.status})"
+
+    @property
+    def guard_flag_names(self) -> list[str]:
+        return self.guard_flags.split(",") if self.guard_flags else []
 
 
 class MemoryEvent(models.Model):

@@ -193,6 +193,9 @@ MEMORYHUB_MAX_META_BYTES = envint("MEMORYHUB_MAX_META_BYTES", 16 * 1024, minimum
 MEMORYHUB_PAGE_SIZE = envint("MEMORYHUB_PAGE_SIZE", 50, minimum=1)
 MEMORYHUB_MAX_PAGE_SIZE = envint("MEMORYHUB_MAX_PAGE_SIZE", 500, minimum=1)
 MEMORYHUB_QUERY_LIMIT = envint("MEMORYHUB_QUERY_LIMIT", 10, minimum=1)
+# The write guard (memories.guard): every write's key and value are scanned for prompt injection and
+# hidden characters, and each account's policy says what follows (allow, flag, hold). Off: no scan at all.
+MEMORYHUB_WRITE_GUARD = envbool("MEMORYHUB_WRITE_GUARD", True)
 # Request bodies above this are refused with 413 before they are read (memoryhub.middleware).
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMORYHUB_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
 # Requests each API token may make, as DRF writes rates ("1200/minute", "50/second"); empty: no limit.

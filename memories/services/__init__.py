@@ -37,6 +37,8 @@ from memories.services.entries import (
     user_erase,
     user_forget,
 )
+from memories.services.guarding import GuardDecision, WriteHeld, guard_decide
+from memories.services.held import HeldWriteDecided, NotStaff, held_write_approve, held_write_reject
 from memories.services.imports import (
     IMPORT_CLOCK_SKEW,
     IMPORT_MAX_VERSION,
@@ -65,15 +67,19 @@ __all__ = [
     "EntryExists",
     "EntryNotFound",
     "Erasure",
+    "GuardDecision",
+    "HeldWriteDecided",
     "ImportCounts",
     "ImportRecord",
     "InvalidPolicy",
+    "NotStaff",
     "PutResult",
     "RestoreCounts",
     "RestoreEntry",
     "RestoreEvent",
     "RestoreLine",
     "VersionConflict",
+    "WriteHeld",
     "account_default_privacy",
     "account_policy_set",
     "check_batch_op",
@@ -85,6 +91,9 @@ __all__ = [
     "entry_put",
     "entry_restore",
     "entry_update",
+    "guard_decide",
+    "held_write_approve",
+    "held_write_reject",
     "history_restore",
     "privacy_withdraw",
     "probe_data_clear",

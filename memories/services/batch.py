@@ -7,8 +7,10 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import models, transaction
 
-from memories.models import MemoryEntry
+from memories.models import GuardMode, HeldWrite, MemoryEntry
+from memories.selectors import account_policy
 from memories.services.entries import VersionConflict, entry_delete, entry_put
+from memories.services.guarding import CLEAN, GuardDecision, guard_decide, held_write_new
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 BATCH_MAX_OPERATIONS = 500
@@ -34,12 +36,16 @@ class BatchOperation:
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """What one operation did: status is created, updated, unchanged, deleted or absent."""
+    """What one operation did: status is created, updated, unchanged, deleted, absent or held.
+
+    A held put (the account holds writes that break a guard rule) stored nothing but `held`.
+    """
 
     op: str
     key: str
     status: str
     entry: MemoryEntry | None
+    held: HeldWrite | None = None
 
 
 class BatchRejected(Exception):
@@ -117,6 +123,23 @@ def _batch_operation_errors(operation: BatchOperation) -> dict[str, list[str]]:
     return errors
 
 
+def _batch_guard(*, owner: User, operations: list[BatchOperation]) -> list[GuardDecision]:
+    """The guard's decision for each operation (CLEAN for deletes), the account's policy read at most once."""
+    mode: str | None = None
+    decisions: list[GuardDecision] = []
+    for operation in operations:
+        if operation.op != BatchOp.PUT or operation.value is None:
+            decisions.append(CLEAN)
+            continue
+        decision = guard_decide(owner=owner, key=operation.key, value=operation.value, mode=mode or GuardMode.FLAG)
+        if decision.matched and mode is None:
+            # The first operation that broke a rule: now the policy matters, so read it once.
+            mode = account_policy(account=owner).guard_mode
+            decision = guard_decide(owner=owner, key=operation.key, value=operation.value, mode=mode)
+        decisions.append(decision)
+    return decisions
+
+
 def entries_batch(
     *,
     owner: User,
@@ -127,7 +150,8 @@ def entries_batch(
     """Apply up to BATCH_MAX_OPERATIONS puts and deletes to one user's entries, all or none.
 
     Operations run in order, in one transaction, each exactly as entry_put or entry_delete would
-    (history included); a delete of a missing entry is "absent", not an error. Any invalid
+    (history included); a delete of a missing entry is "absent", not an error; a put the write guard
+    holds is "held" (a HeldWrite, kept or dropped with the rest of the batch). Any invalid
     operation or version conflict raises BatchRejected with per-operation errors, and nothing is
     written. Raises InvalidField for a bad uid or a batch of the wrong size.
     """
@@ -141,11 +165,30 @@ def entries_batch(
     }
     if errors:
         raise BatchRejected(errors)
+    decisions = _batch_guard(owner=owner, operations=operations)
     outcomes: list[BatchOutcome] = []
     with transaction.atomic():
         for index, operation in enumerate(operations):
             try:
-                if operation.op == BatchOp.PUT:
+                decision = decisions[index]
+                if operation.op == BatchOp.PUT and decision.hold:
+                    assert operation.value is not None
+                    held = held_write_new(
+                        owner=owner,
+                        uid=uid,
+                        key=operation.key,
+                        value=operation.value,
+                        kind=operation.kind,
+                        meta=operation.meta,
+                        privacy=operation.privacy,
+                        actor=actor,
+                        decision=decision,
+                    )
+                    held.save()
+                    outcomes.append(
+                        BatchOutcome(op=operation.op, key=operation.key, status="held", entry=None, held=held)
+                    )
+                elif operation.op == BatchOp.PUT:
                     assert operation.value is not None  # _batch_operation_errors refused a put without one
                     result = entry_put(
                         owner=owner,
@@ -157,6 +200,7 @@ def entries_batch(
                         privacy=operation.privacy,
                         actor=actor,
                         expected_version=operation.expected_version,
+                        guard_decision=decision,
                     )
                     status = "created" if result.created else "updated" if result.changed else "unchanged"
                     outcomes.append(BatchOutcome(op=operation.op, key=operation.key, status=status, entry=result.entry))

@@ -20,12 +20,14 @@ from memories.models import (
     DEFAULT_KIND,
     PROBE_USERNAME,
     AccountPolicy,
+    HeldWrite,
     MemoryEntry,
     MemoryEvent,
     Privacy,
     SyncTask,
     new_honcho_session_id,
 )
+from memories.services.guarding import GuardDecision, WriteHeld, guard_decide, held_write_new
 from memories.validation import check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 
@@ -197,6 +199,7 @@ def _apply_change(
     meta: dict | None,
     privacy: str | None,
     actor: User | None,
+    guard_flags: str | None = None,
 ) -> PutResult:
     before = _snapshot(entry)
     new_value = entry.value if value is None else value
@@ -210,6 +213,9 @@ def _apply_change(
         privacy_withdraw(owner=owner, entries=[entry])
         fields.append("honcho_session_id")
     entry.value, entry.kind, entry.meta, entry.privacy = new_value, new_kind, new_meta, new_privacy
+    if guard_flags is not None:
+        entry.guard_flags = guard_flags
+        fields.append("guard_flags")
     entry.version += 1
     entry.updated = timezone.now()
     entry.save(update_fields=fields)
@@ -232,6 +238,7 @@ def entry_put(
     privacy: str | None = None,
     actor: User | None = None,
     expected_version: int | None = None,
+    guard_decision: GuardDecision | None = None,
 ) -> PutResult:
     """Create the entry (owner, uid, key) or replace its value.
 
@@ -243,6 +250,11 @@ def entry_put(
     change (the owner when None). With expected_version, the write happens only when the entry is
     at that version (ABSENT_VERSION: only when there is no such entry), else VersionConflict. Raises
     InvalidField for bad input.
+
+    Key and value pass the write guard first (memories.services.guarding): a write that breaks a
+    rule is stored with its flags, or, when the account holds such writes, stored as a HeldWrite
+    only, and WriteHeld is raised once that is committed (nothing else is written). guard_decision
+    is for callers that scanned already (a batch); approving a held write passes a clean one.
     """
     check_uid(uid)
     check_key(key)
@@ -253,37 +265,93 @@ def entry_put(
         check_meta(meta)
     if privacy is not None:
         check_privacy(privacy)
+    decision = guard_decision if guard_decision is not None else guard_decide(owner=owner, key=key, value=value)
     with transaction.atomic():
-        entry = _locked_entry(owner=owner, uid=uid, key=key)
-        _check_expected(entry, expected_version)
-        if entry is None:
-            now = timezone.now()
-            entry = MemoryEntry(
-                owner=owner,
-                uid=uid,
-                key=key,
-                value=value,
-                kind=kind or DEFAULT_KIND,
-                meta=meta if meta is not None else {},
-                privacy=privacy or account_default_privacy(owner),
-                created=now,
-                updated=now,
-                version=_last_version(owner=owner, uid=uid, key=key) + 1,
-                honcho_session_id=new_honcho_session_id(),
-            )
-            conflict = _insert(entry)
-            if conflict is not None:
-                # A concurrent writer created the same entry between our read and our insert
-                # (possible on PostgreSQL): apply this write on top of theirs.
-                entry = _locked_entry(owner=owner, uid=uid, key=key)
-                if entry is None:
-                    raise conflict
-            else:
-                _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
-                sync_outbox_record(owner=owner, entries=[entry])
-                embedding_mark_stale([entry])
-                return PutResult(entry=entry, created=True, changed=True)
-        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, privacy=privacy, actor=actor)
+        outcome = _put_locked(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=value,
+            kind=kind,
+            meta=meta,
+            privacy=privacy,
+            actor=actor,
+            expected_version=expected_version,
+            decision=decision,
+        )
+    if isinstance(outcome, HeldWrite):
+        raise WriteHeld(outcome)
+    return outcome
+
+
+def _put_locked(
+    *,
+    owner: User,
+    uid: str,
+    key: str,
+    value: str,
+    kind: str | None,
+    meta: dict | None,
+    privacy: str | None,
+    actor: User | None,
+    expected_version: int | None,
+    decision: GuardDecision,
+) -> PutResult | HeldWrite:
+    """entry_put inside its transaction: the held write (saved) when the guard holds it, else the put's result."""
+    entry = _locked_entry(owner=owner, uid=uid, key=key)
+    _check_expected(entry, expected_version)
+    if decision.hold:
+        held = held_write_new(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=value,
+            kind=kind,
+            meta=meta,
+            privacy=privacy,
+            actor=actor,
+            decision=decision,
+        )
+        held.save()
+        return held
+    if entry is None:
+        now = timezone.now()
+        entry = MemoryEntry(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=value,
+            kind=kind or DEFAULT_KIND,
+            meta=meta if meta is not None else {},
+            privacy=privacy or account_default_privacy(owner),
+            created=now,
+            updated=now,
+            version=_last_version(owner=owner, uid=uid, key=key) + 1,
+            honcho_session_id=new_honcho_session_id(),
+            guard_flags=decision.flags,
+        )
+        conflict = _insert(entry)
+        if conflict is not None:
+            # A concurrent writer created the same entry between our read and our insert
+            # (possible on PostgreSQL): apply this write on top of theirs.
+            entry = _locked_entry(owner=owner, uid=uid, key=key)
+            if entry is None:
+                raise conflict
+        else:
+            _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
+            sync_outbox_record(owner=owner, entries=[entry])
+            embedding_mark_stale([entry])
+            return PutResult(entry=entry, created=True, changed=True)
+    return _apply_change(
+        entry,
+        owner=owner,
+        value=value,
+        kind=kind,
+        meta=meta,
+        privacy=privacy,
+        actor=actor,
+        guard_flags=decision.flags,
+    )
 
 
 def entry_update(
@@ -298,7 +366,10 @@ def entry_update(
     actor: User | None = None,
     expected_version: int | None = None,
 ) -> PutResult:
-    """Change some fields of an existing entry; raises EntryNotFound when there is none."""
+    """Change some fields of an existing entry; raises EntryNotFound when there is none.
+
+    A new value passes the write guard as entry_put's does (WriteHeld when the account holds it).
+    """
     if value is not None:
         check_value(value)
     if kind is not None:
@@ -307,6 +378,8 @@ def entry_update(
         check_meta(meta)
     if privacy is not None:
         check_privacy(privacy)
+    decision = guard_decide(owner=owner, key=key, value=value) if value is not None else None
+    held: HeldWrite | None = None
     with transaction.atomic():
         entry = _locked_entry(owner=owner, uid=uid, key=key)
         if entry is None:
@@ -314,7 +387,34 @@ def entry_update(
                 raise EntryNotFound(f"{uid}/{key}")
             raise VersionConflict(ABSENT_VERSION)
         _check_expected(entry, expected_version)
-        return _apply_change(entry, owner=owner, value=value, kind=kind, meta=meta, privacy=privacy, actor=actor)
+        if decision is not None and decision.hold:
+            assert value is not None
+            held = held_write_new(
+                owner=owner,
+                uid=uid,
+                key=key,
+                value=value,
+                kind=kind,
+                meta=meta,
+                privacy=privacy,
+                actor=actor,
+                decision=decision,
+            )
+            held.save()
+        else:
+            result = _apply_change(
+                entry,
+                owner=owner,
+                value=value,
+                kind=kind,
+                meta=meta,
+                privacy=privacy,
+                actor=actor,
+                guard_flags=decision.flags if decision is not None else None,
+            )
+    if held is not None:
+        raise WriteHeld(held)
+    return result
 
 
 def entry_delete(
@@ -454,11 +554,16 @@ def entry_restore(
             .first()
         )
         now = timezone.now()
+        value = deletion.value_before or ""
+        # A restore brings back a value the hub stored before: it is marked as a flag would mark it,
+        # never held again (the guard mode decides only whether it is marked).
+        decision = guard_decide(owner=owner, key=key, value=value)
         entry = MemoryEntry(
             owner=owner,
             uid=uid,
             key=key,
-            value=deletion.value_before or "",
+            guard_flags=decision.flags,
+            value=value,
             kind=deletion.kind_before or DEFAULT_KIND,
             meta=deletion.meta_before if deletion.meta_before is not None else {},
             privacy=deletion.privacy_before or account_default_privacy(owner),

@@ -2,7 +2,7 @@
 restore of a full backup (entries and their history, exactly as they were)."""
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
@@ -15,8 +15,10 @@ from django.utils import timezone
 from memories.accounts import account_create_locked
 from memories.embeddings.store import embedding_mark_stale
 from memories.folding import fold
-from memories.models import DEFAULT_KIND, MemoryEntry, MemoryEvent, Privacy, new_honcho_session_id
+from memories.models import DEFAULT_KIND, HeldWrite, MemoryEntry, MemoryEvent, Privacy, new_honcho_session_id
+from memories.selectors import account_policy
 from memories.services.entries import account_default_privacy, privacy_withdraw, sync_outbox_record
+from memories.services.guarding import guard_decide, held_write_new
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 # The largest version a PositiveIntegerField holds on every database.
@@ -43,6 +45,8 @@ class ImportRecord:
     updated: datetime | None = None
     version: int | None = None
     privacy: str | None = None
+    # Set by the import's write guard, never read from a file: the rules the record broke, as stored.
+    guard_flags: str = ""
 
 
 @dataclass
@@ -54,6 +58,8 @@ class ImportCounts:
     unchanged: int = 0
     # Records for a (uid, key) met earlier in the same chunk: applied after it, in order.
     repeated: int = 0
+    # Records the write guard held for review (HeldWrite): not stored as entries.
+    held: int = 0
     invalid: list[tuple[int, InvalidField]] = field(default_factory=list)
 
 
@@ -140,7 +146,7 @@ def _new_entry_version(record: ImportRecord, latest: MemoryEvent | None) -> int:
 
 ENTRY_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version",
-    "honcho_session_id", "key_folded", "value_folded",
+    "honcho_session_id", "key_folded", "value_folded", "guard_flags",
 )  # fmt: skip
 EVENT_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
@@ -214,7 +220,7 @@ def _import_round(
             new_rows.append(
                 (owner.pk, record.uid, record.key, record.value, record.kind, meta, privacy,
                  as_db_time(created), as_db_time(updated), version, session_id,
-                 fold(record.key), fold(record.value))
+                 fold(record.key), fold(record.value), record.guard_flags)
             )  # fmt: skip
             # What the sync outbox reads of a created entry: its identity, version and session.
             created_entries.append(
@@ -250,6 +256,7 @@ def _import_round(
             if privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL:
                 made_local.append(entry)
             entry.value, entry.kind, entry.meta, entry.privacy = record.value, record.kind, record.meta, privacy
+            entry.guard_flags = record.guard_flags
             entry.value_folded = fold(record.value)
             entry.version = max(entry.version + 1, record.version or 1)
             entry.updated = now
@@ -268,7 +275,17 @@ def _import_round(
     if changed_entries:
         MemoryEntry.objects.bulk_update(
             changed_entries,
-            ["value", "value_folded", "kind", "meta", "privacy", "version", "updated", "honcho_session_id"],
+            [
+                "value",
+                "value_folded",
+                "kind",
+                "meta",
+                "privacy",
+                "version",
+                "updated",
+                "honcho_session_id",
+                "guard_flags",
+            ],
         )
     _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
     sync_outbox_record(owner=owner, entries=created_entries + changed_entries)
@@ -299,19 +316,45 @@ def entries_import(
     updates what the earlier made, and both land in the history), and counted in
     ImportCounts.repeated. Refused: created or updated later than now + IMPORT_CLOCK_SKEW, and
     versions above IMPORT_MAX_VERSION (which leaves room for one more change), so everything
-    imported can be exported and imported again. dry_run counts and writes nothing.
+    imported can be exported and imported again. Each record passes the write guard as a put does:
+    flagged ones are stored marked, and held ones become HeldWrites (counted in ImportCounts.held),
+    not entries. dry_run counts and writes nothing.
     """
     counts = ImportCounts()
     # Round n holds the n-th record of each (uid, key): rounds run in order, so a key written twice
     # in a chunk is written twice, as two puts would be, and both changes land in the history.
     rounds: list[dict[tuple[str, str], ImportRecord]] = []
     seen: dict[tuple[str, str], int] = {}
+    held: list[HeldWrite] = []
+    guard_mode: str | None = None
     for index, record in enumerate(records):
         try:
             _check_import_record(record, now=timezone.now())
         except InvalidField as error:
             counts.invalid.append((index, error))
             continue
+        decision = guard_decide(owner=owner, key=record.key, value=record.value, mode=guard_mode)
+        if decision.matched and guard_mode is None:
+            # The first record that broke a rule: read the account's policy once for the whole chunk.
+            guard_mode = account_policy(account=owner).guard_mode
+            decision = guard_decide(owner=owner, key=record.key, value=record.value, mode=guard_mode)
+        if decision.hold:
+            held.append(
+                held_write_new(
+                    owner=owner,
+                    uid=record.uid,
+                    key=record.key,
+                    value=record.value,
+                    kind=record.kind,
+                    meta=record.meta,
+                    privacy=record.privacy,
+                    actor=actor,
+                    decision=decision,
+                )
+            )
+            continue
+        if decision.flags:
+            record = replace(record, guard_flags=decision.flags)
         identity = (record.uid, record.key)
         round_number = seen.get(identity, -1) + 1
         seen[identity] = round_number
@@ -320,13 +363,16 @@ def entries_import(
         if round_number == len(rounds):
             rounds.append({})
         rounds[round_number][identity] = record
-    if not rounds:
+    counts.held = len(held)
+    if not rounds and not held:
         return counts
     now = timezone.now()
     actor_id = actor.pk if actor is not None else owner.pk
     default_privacy = account_default_privacy(owner)
     overlay: dict[tuple[str, str], MemoryEntry] = {}
     with transaction.atomic():
+        if held and not dry_run:
+            HeldWrite.objects.bulk_create(held)
         for latest in rounds:
             _import_round(
                 owner=owner,
@@ -594,7 +640,9 @@ class _Restore:
                 entry_rows.append(
                     (owner.pk, record.uid, record.key, record.value, record.kind, as_db_json(record.meta), privacy,
                      as_db_time(record.created), as_db_time(record.updated), record.version, session_id,
-                     fold(record.key), fold(record.value))
+                     fold(record.key), fold(record.value),
+                     # A backup is restored exactly, never held: the guard only marks what it would flag.
+                     guard_decide(owner=owner, key=record.key, value=record.value).flags)
                 )  # fmt: skip
                 # What the sync outbox and the embedding marks read of a restored entry.
                 restored.setdefault(owner.pk, (owner, []))[1].append(
