@@ -8,12 +8,14 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from memories import outbox, selectors, services
 from memories.accounts import request_account
-from memories.models import AccountPolicy, MemoryEntry, MemoryEvent, SyncTask
+from memories.guard import guard_reasons
+from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 
@@ -79,12 +81,12 @@ class MemoryEntryForm(forms.ModelForm):
 @admin.register(MemoryEntry)
 class MemoryEntryAdmin(admin.ModelAdmin):
     form = MemoryEntryForm
-    list_display = ["uid", "key", "kind", "owner", "version", "updated"]
-    list_filter = ["kind", "owner"]
+    list_display = ["uid", "key", "kind", "owner", "version", "updated", "guard_flags"]
+    list_filter = ["kind", "owner", ("guard_flags", admin.EmptyFieldListFilter)]
     search_fields = ["uid", "key", "value"]
     list_select_related = ["owner"]
     ordering = ["-updated"]
-    readonly_fields = ["version", "created", "updated", "history"]
+    readonly_fields = ["version", "created", "updated", "guard_flags", "history"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: MemoryEntry | None = None) -> list[str]:
         # An entry's identity is fixed once it exists: changing it would be a delete and a create.
@@ -132,11 +134,35 @@ class MemoryEntryAdmin(admin.ModelAdmin):
             # A change that landed between the form's check and this write: say so, overwrite nothing.
             request.memory_conflict = conflict  # type: ignore[attr-defined]
             return
+        except services.WriteHeld as held:
+            # Not stored: the write guard holds it for review (the account's guard mode is hold).
+            request.memory_held = held.held  # type: ignore[attr-defined]
+            return
         # The admin reads obj.pk afterwards to build its message and redirect.
         obj.pk = result.entry.pk
         obj.version = result.entry.version
 
+    def _held_response(self, request: HttpRequest) -> HttpResponse | None:
+        held = getattr(request, "memory_held", None)
+        if held is None:
+            return None
+        self.message_user(
+            request,
+            f"Nothing was stored: the write guard holds this write for review ({held.guard_flags}). "
+            "Approve or reject it among the held writes.",
+            messages.WARNING,
+        )
+        return HttpResponseRedirect(reverse("admin:memories_heldwrite_change", args=[held.pk]))
+
+    def response_add(
+        self, request: HttpRequest, obj: MemoryEntry, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        return self._held_response(request) or super().response_add(request, obj, post_url_continue)
+
     def response_change(self, request: HttpRequest, obj: MemoryEntry) -> HttpResponse:
+        held_response = self._held_response(request)
+        if held_response is not None:
+            return held_response
         conflict = getattr(request, "memory_conflict", None)
         if conflict is None:
             return super().response_change(request, obj)
@@ -154,6 +180,65 @@ class MemoryEntryAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MemoryEntry]) -> None:
         for entry in queryset.select_related("owner"):
             services.entry_delete(owner=entry.owner, uid=entry.uid, key=entry.key, actor=request_account(request))
+
+
+@admin.register(HeldWrite)
+class HeldWriteAdmin(admin.ModelAdmin):
+    """The review queue: staff approve (the write is applied, as them) or reject held writes; never edited."""
+
+    list_display = ["requested_at", "owner", "uid", "key", "guard_flags", "status", "decided_by", "decided_at"]
+    list_filter = ["status", "owner"]
+    search_fields = ["uid", "key", "value"]
+    list_select_related = ["owner", "decided_by"]
+    ordering = ["status", "requested_at"]
+    actions = ["approve", "reject"]
+    readonly_fields = [
+        "owner", "uid", "key", "value", "kind", "meta", "guard_flags", "reasons", "requested_by", "requested_at",
+        "status", "decided_by", "decided_at", "entry_version",
+    ]  # fmt: skip
+
+    @admin.display(description="Why")
+    def reasons(self, held: HeldWrite) -> str:
+        return format_html_join("", "<p><strong>{}</strong>: {}</p>", guard_reasons(held.guard_flag_names))
+
+    def _decide(self, request: HttpRequest, queryset: QuerySet[HeldWrite], *, approve: bool) -> None:
+        decided, skipped = 0, 0
+        for held_id in queryset.values_list("pk", flat=True):
+            try:
+                if approve:
+                    services.held_write_approve(held_id=held_id, decider=request_account(request))
+                else:
+                    services.held_write_reject(held_id=held_id, decider=request_account(request))
+            except (services.HeldWriteDecided, InvalidField):
+                skipped += 1
+            else:
+                decided += 1
+        verb = "Approved and stored" if approve else "Rejected"
+        self.message_user(request, f"{verb} {decided} held writes.", messages.SUCCESS if decided else messages.INFO)
+        if skipped:
+            self.message_user(
+                request, f"{skipped} were decided already, or break a limit, and were left.", messages.WARNING
+            )
+
+    @admin.action(description="Approve the selected held writes (store them, as you)", permissions=["decide"])
+    def approve(self, request: HttpRequest, queryset: QuerySet[HeldWrite]) -> None:
+        self._decide(request, queryset, approve=True)
+
+    @admin.action(description="Reject the selected held writes (store nothing)", permissions=["decide"])
+    def reject(self, request: HttpRequest, queryset: QuerySet[HeldWrite]) -> None:
+        self._decide(request, queryset, approve=False)
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_staff
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: HeldWrite | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: HeldWrite | None = None) -> bool:
+        return False
 
 
 @admin.register(MemoryEvent)

@@ -18,7 +18,7 @@ from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from memories import context, search
-from memories.models import AccountPolicy, MemoryEntry, MemoryEvent, SyncTask
+from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
 
 MATCH_RANKED = "ranked"
 MATCH_SUBSTRING = "substring"
@@ -29,6 +29,18 @@ def account_policy(*, account: User) -> AccountPolicy:
     """The account's policy, or the defaults (an unsaved AccountPolicy) when none was ever set: one query, no write."""
     policy = AccountPolicy.objects.filter(account=account).first()
     return policy if policy is not None else AccountPolicy(account=account)
+
+
+def held_write_list(*, owner: User, status: str | None = None) -> QuerySet[HeldWrite]:
+    """The account's writes the guard held, newest first, with who made and who decided them (one query)."""
+    held = HeldWrite.objects.filter(owner=owner)
+    if status is not None:
+        held = held.filter(status=status)
+    return held.select_related("requested_by", "decided_by").order_by("-requested_at", "-id")
+
+
+def held_write_get(*, owner: User, held_id: int) -> HeldWrite | None:
+    return held_write_list(owner=owner).filter(pk=held_id).first()
 
 
 def entry_get(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
@@ -92,26 +104,28 @@ def entry_search(
 # statements through the ORM, and making model instances of the rows, cost more than running them.
 # Only the columns the block shows are read.
 _ENTRIES = MemoryEntry._meta.db_table
-CONTEXT_TOTALS_SQL = f"SELECT count(*), max(updated) FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s"
+CONTEXT_TOTALS_SQL = f"SELECT count(*), max(updated) FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s{{flagged}}"
 # The entries by id, the user's own only. On SQLite the unary + keeps the planner on the primary key
 # (it would otherwise walk all of the user's (owner, uid, key) index to find a few ids).
 CONTEXT_BY_ID_SQL = (
-    f'SELECT id, "key", kind, value, version, updated FROM {_ENTRIES} WHERE id IN ({{ids}}) AND {{scope}}'
+    f'SELECT id, "key", kind, value, version, updated FROM {_ENTRIES} WHERE id IN ({{ids}}) AND {{scope}}{{flagged}}'
 )
 CONTEXT_SCOPE_SQL = {"sqlite": "+owner_id = %s AND +uid = %s", "postgresql": "owner_id = %s AND uid = %s"}
 _CONTEXT_LENGTH = 'length("key") + length(kind) + length(value)'
 _CONTEXT_COLUMNS = '"key", kind, value, version, updated, id'
 _CONTEXT_ORDER = "ORDER BY updated DESC, id DESC"
 CONTEXT_AFTER_SQL = "AND (updated < %s OR (updated = %s AND id < %s)) "
+# Added to each read of the block unless the account's policy lets flagged entries in (memories.guard).
+CONTEXT_UNFLAGGED_SQL = " AND guard_flags = ''"
 # The newest memories short enough for the room, after a row already read.
 CONTEXT_NEWEST_SQL = (
-    f"SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s "
+    f"SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s{{flagged}} "
     f"AND {_CONTEXT_LENGTH} <= %s {{after}}{_CONTEXT_ORDER} LIMIT %s"
 )
 # Of the next few memories after a row already read, those short enough for the room left.
 CONTEXT_FILLERS_SQL = (
-    f"SELECT {_CONTEXT_COLUMNS} FROM (SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s "
-    f"{{after}}{_CONTEXT_ORDER} LIMIT %s) AS following WHERE {_CONTEXT_LENGTH} <= %s {_CONTEXT_ORDER}"
+    f"SELECT {_CONTEXT_COLUMNS} FROM (SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s"
+    f"{{flagged}} {{after}}{_CONTEXT_ORDER} LIMIT %s) AS following WHERE {_CONTEXT_LENGTH} <= %s {_CONTEXT_ORDER}"
 )
 
 
@@ -153,14 +167,16 @@ def _ranked_entry_ids(found: "search.RankedMatches | QuerySet[MemoryEntry]", lim
     return found.entry_ids(limit)
 
 
-def _context_relevant(builder: context.BlockBuilder, *, owner: User, uid: str, query_text: str) -> None:
+def _context_relevant(builder: context.BlockBuilder, *, owner: User, uid: str, query_text: str, flagged: str) -> None:
     """Offer the memories entry_find ranks first for query_text: their ids from the search, then
     their columns in one read (the user's own rows only)."""
     found = entry_find(owner=owner, uid=uid, query_text=query_text)
     ids = _ranked_entry_ids(found, context.CONTEXT_RELEVANT_LIMIT)
     if not ids:
         return
-    sql = CONTEXT_BY_ID_SQL.format(ids=", ".join(["%s"] * len(ids)), scope=CONTEXT_SCOPE_SQL[connection.vendor])
+    sql = CONTEXT_BY_ID_SQL.format(
+        ids=", ".join(["%s"] * len(ids)), scope=CONTEXT_SCOPE_SQL[connection.vendor], flagged=flagged
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*ids, owner.pk, uid])
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
@@ -182,7 +198,7 @@ def _after(row: ContextRow | None) -> tuple[str, list[str | int | datetime]]:
     return CONTEXT_AFTER_SQL, [row[4], row[4], row[5]]
 
 
-def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str) -> None:
+def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str, flagged: str) -> None:
     """Offer the newest memories until the block is full (the rule: memories.context).
 
     1. Newest first, those short enough for the room left (an item is never shorter than its key,
@@ -200,7 +216,7 @@ def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str) -> 
         while not builder.full and not skipped:
             after, after_params = _after(last_read)
             cursor.execute(
-                CONTEXT_NEWEST_SQL.format(after=after),
+                CONTEXT_NEWEST_SQL.format(after=after, flagged=flagged),
                 [owner.pk, uid, builder.room - context.ITEM_OVERHEAD, *after_params, chunk_size],
             )
             read = 0
@@ -220,7 +236,7 @@ def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str) -> 
         while not builder.full:
             after, after_params = _after(last_read)
             cursor.execute(
-                CONTEXT_FILLERS_SQL.format(after=after),
+                CONTEXT_FILLERS_SQL.format(after=after, flagged=flagged),
                 [owner.pk, uid, *after_params, context.CONTEXT_FILL_WINDOW, builder.room - context.ITEM_OVERHEAD],
             )
             added = [row for row in cursor.fetchall() if row[0] not in builder.keys and offer(row)]
@@ -238,17 +254,19 @@ def context_block(
     come first; the newest memories fill the rest. Callers check budget and query_text
     (CONTEXT_MIN_BUDGET to CONTEXT_MAX_BUDGET, at most CONTEXT_QUERY_MAX_LENGTH characters).
     Two or three queries without query_text (a few more when a large budget reads several chunks),
-    two to four more with it (the search's, and one for the columns of what it found).
+    two to four more with it (the search's, and one for the columns of what it found), and one for
+    the account's policy: entries the write guard flagged are left out unless it includes them.
     """
+    flagged = "" if account_policy(account=owner).context_includes_flagged else CONTEXT_UNFLAGGED_SQL
     with connection.cursor() as cursor:
         # how many memories the user has and when the newest changed (the header and the ETag)
-        cursor.execute(CONTEXT_TOTALS_SQL, [owner.pk, uid])
+        cursor.execute(CONTEXT_TOTALS_SQL.format(flagged=flagged), [owner.pk, uid])
         total, last_updated = cursor.fetchone()
     builder = context.BlockBuilder(uid=uid, budget=budget, total=total, ranked=bool(query_text))
     if total and query_text:
-        _context_relevant(builder, owner=owner, uid=uid, query_text=query_text)
+        _context_relevant(builder, owner=owner, uid=uid, query_text=query_text, flagged=flagged)
     if total:
-        _context_newest(builder, owner=owner, uid=uid)
+        _context_newest(builder, owner=owner, uid=uid, flagged=flagged)
     last_updated = _stored_datetime(last_updated)
     text = builder.text()
     return context.ContextBlock(
@@ -339,6 +357,12 @@ def change_count(*, owner: User, since: datetime) -> int:
 
 
 # Staff only: the dashboard's "all accounts" switch. Callers check is_staff before calling these.
+
+
+def all_accounts_held_writes(*, status: str | None = HeldWrite.Status.PENDING) -> QuerySet[HeldWrite]:
+    """The review queue: every account's held writes (pending ones by default), oldest first, accounts joined."""
+    held = HeldWrite.objects.all() if status is None else HeldWrite.objects.filter(status=status)
+    return held.select_related("owner", "requested_by", "decided_by").order_by("requested_at", "id")
 
 
 def all_accounts_counts(*, since: datetime) -> dict:

@@ -71,6 +71,9 @@ def action_store(account: User, uid: str, args: dict[str, Any]) -> Reply:
         services.entry_put(owner=account, uid=uid, key=key, value=value, kind=kind, meta=meta)
     except InvalidField as error:
         return {"ok": False, "key": key, "error": str(error)}
+    except services.WriteHeld as held:
+        # Accepted, not stored: the write guard keeps it for staff to approve (GET /api/v1/held/ID).
+        return {"ok": True, "key": key, "held": held.held.pk, "guard_flags": held.held.guard_flag_names}
     return {"ok": True, "key": key}
 
 

@@ -20,5 +20,7 @@ urlpatterns = [
     path("memory/delete/", views.entry_delete, name="entry-delete"),
     path("memory/restore/", views.entry_restore, name="entry-restore"),
     path("trash/", views.trash, name="trash"),
+    path("held/", views.held_writes, name="held"),
+    path("held/decide/", views.held_write_decide, name="held-decide"),
     path("token/", views.api_token, name="token"),
 ]

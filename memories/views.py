@@ -33,7 +33,8 @@ from rest_framework.authtoken.models import Token
 from memories import accounts, diff, search, selectors, services
 from memories.backends import hub_status
 from memories.forms import EntryChangeForm, EntryCreateForm, format_meta, same_lines
-from memories.models import MemoryEntry, MemoryEvent
+from memories.guard import guard_reasons
+from memories.models import HeldWrite, MemoryEntry, MemoryEvent
 from memories.validation import InvalidField
 
 # The sort orders a user's memories table offers; each ends on a unique column so pages are stable.
@@ -49,6 +50,7 @@ DEFAULT_ENTRY_SORT = "-updated"
 # With a query, the default: the search's own order (best match first, then newest).
 RELEVANCE_SORT = "relevance"
 # The entry page shows this many of the newest changes; the API pages through all of them.
+HELD_QUEUE_LIMIT = 100
 HISTORY_LIMIT = 50
 # Changes counted on the overview.
 RECENT_CHANGES_WINDOW = timedelta(hours=24)
@@ -292,10 +294,20 @@ def entry_detail(request: HttpRequest) -> HttpResponse:
         "key": key,
         "entry": entry,
         "meta_json": format_meta(entry.meta) if entry is not None else "",
+        "guard_reasons": guard_reasons(entry.guard_flag_names) if entry is not None else [],
         "history": _history_rows(events),
         "history_limit": HISTORY_LIMIT,
     }
     return render(request, "memories/entry_detail.html", context)
+
+
+def _held_redirect(request: HttpRequest, scope: Scope, held: HeldWrite) -> HttpResponse:
+    messages.warning(
+        request,
+        f"Held for review: {held.key} for {held.uid} reads as an instruction to a model or holds hidden characters "
+        f"({', '.join(held.guard_flag_names)}). It is not stored until staff approve it.",
+    )
+    return HttpResponseRedirect(page_url("dashboard:held", scope))
 
 
 def _add_service_error(form: EntryChangeForm, error: InvalidField) -> None:
@@ -327,6 +339,8 @@ def entry_create(request: HttpRequest) -> HttpResponse:
                     )
                 except InvalidField as error:
                     _add_service_error(form, error)
+                except services.WriteHeld as held:
+                    return _held_redirect(request, scope, held.held)
                 else:
                     messages.success(request, f"Stored {data['key']} for {data['uid']}.")
                     return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=data["uid"], key=data["key"]))
@@ -370,6 +384,8 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
                 )
             except InvalidField as error:
                 _add_service_error(form, error)
+            except services.WriteHeld as held:
+                return _held_redirect(request, scope, held.held)
             else:
                 messages.success(request, "Saved." if result.changed else "Nothing changed.")
                 return HttpResponseRedirect(entry_url)
@@ -452,6 +468,46 @@ def trash(request: HttpRequest) -> HttpResponse:
     scope = _scope(request)
     context = {"scope": scope, "uid": uid, "page": _page(selectors.entry_trash(owner=scope.owner, uid=uid), request)}
     return render(request, "memories/trash.html", context)
+
+
+@login_required
+def held_writes(request: HttpRequest) -> HttpResponse:
+    """Writes the guard held. Staff see every account's pending ones, with Approve and Reject; everyone sees
+    their account's own (pending and decided, with who decided)."""
+    scope = _scope(request)
+    context = {
+        "scope": scope,
+        "queue": list(selectors.all_accounts_held_writes()[:HELD_QUEUE_LIMIT]) if request.user.is_staff else [],
+        "queue_limit": HELD_QUEUE_LIMIT,
+        "page": _page(selectors.held_write_list(owner=scope.owner), request),
+    }
+    return render(request, "memories/held_writes.html", context)
+
+
+@login_required
+@require_http_methods(["POST"])
+def held_write_decide(request: HttpRequest) -> HttpResponse:
+    """Staff approve (the write is applied, as them) or reject (nothing is stored) one held write."""
+    if not request.user.is_staff:
+        return render(request, "403.html", status=403)
+    held_id, decision = _required(request, "id"), request.POST.get("decision", "")
+    if not held_id.isdigit() or decision not in ("approve", "reject"):
+        return HttpResponseBadRequest("id must be a held write's number and decision approve or reject.")
+    decider = accounts.request_account(request)
+    try:
+        if decision == "approve":
+            result = services.held_write_approve(held_id=int(held_id), decider=decider)
+            messages.success(request, f"Approved: {result.entry.key} for {result.entry.uid} is stored.")
+        else:
+            held = services.held_write_reject(held_id=int(held_id), decider=decider)
+            messages.success(request, f"Rejected: {held.key} for {held.uid} was not stored.")
+    except HeldWrite.DoesNotExist:
+        raise Http404("No held write has that number.") from None
+    except services.HeldWriteDecided as error:
+        messages.error(request, f"{error}: nothing changed.")
+    except InvalidField as error:
+        messages.error(request, f"Cannot approve: {error}.")
+    return HttpResponseRedirect(reverse("dashboard:held"))
 
 
 class LogoutView(auth_views.LogoutView):

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import KEY_MAX_LENGTH, MemoryEntry, MemoryEvent
+from memories.models import KEY_MAX_LENGTH, HeldWrite, MemoryEntry, MemoryEvent
 from memories.services import (
     BATCH_MAX_OPERATIONS,
     BATCH_MIN_EXPECTED_VERSION,
@@ -45,9 +45,17 @@ def _run_check(check: Callable[[object], Checked], value: object) -> Checked:
 
 
 class EntrySerializer(serializers.ModelSerializer):
+    guard_flags = serializers.ListField(
+        child=serializers.CharField(),
+        source="guard_flag_names",
+        read_only=True,
+        help_text="The write guard's rules the key or value broke (memories.guard); empty when none. A flagged "
+        "entry is left out of the context block unless the account's policy includes flagged entries.",
+    )
+
     class Meta:
         model = MemoryEntry
-        fields = ["uid", "key", "value", "kind", "meta", "version", "created", "updated"]
+        fields = ["uid", "key", "value", "kind", "meta", "version", "created", "updated", "guard_flags"]
         read_only_fields = fields
 
 
@@ -266,11 +274,30 @@ class BatchSerializer(serializers.Serializer):
     )
 
 
+class HeldWriteSerializer(serializers.ModelSerializer):
+    guard_flags = serializers.ListField(
+        child=serializers.CharField(), source="guard_flag_names", read_only=True, help_text="The rules it broke."
+    )
+    requested_by = serializers.CharField(source="requested_by.username", allow_null=True, default=None)
+    decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)
+
+    class Meta:
+        model = HeldWrite
+        fields = [
+            "id", "uid", "key", "value", "kind", "meta", "guard_flags", "status", "requested_by", "requested_at",
+            "decided_by", "decided_at", "entry_version",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
 class BatchOutcomeSerializer(serializers.Serializer):
     op = serializers.CharField()
     key = serializers.CharField()
-    status = serializers.ChoiceField(choices=["created", "updated", "unchanged", "deleted", "absent"])
+    status = serializers.ChoiceField(choices=["created", "updated", "unchanged", "deleted", "absent", "held"])
     entry = EntrySerializer(allow_null=True)
+    held = HeldWriteSerializer(
+        allow_null=True, help_text="For a put the write guard held: the held write, waiting for review."
+    )
 
 
 class BatchResultSerializer(serializers.Serializer):

@@ -11,6 +11,7 @@ from memoryhub.routers import HubRouter
 router = HubRouter()
 router.register("users", views.UserViewSet, basename="user")
 router.register(rf"users/(?P<uid>{views.SEGMENT})/memories", views.MemoryViewSet, basename="memory")
+router.register("held", views.HeldWriteViewSet, basename="held-write")
 router.register("info", views.InfoViewSet, basename="info")
 router.register("sync/status", views.SyncStatusViewSet, basename="sync-status")
 router.register("tool", views.ToolViewSet, basename="tool")

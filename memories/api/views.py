@@ -17,6 +17,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from memories import context, selectors, services
 from memories.accounts import request_account
@@ -39,6 +40,7 @@ from memories.api.serializers import (
     EntryWriteSerializer,
     EventSerializer,
     ForgetSerializer,
+    HeldWriteSerializer,
     InfoSerializer,
     SearchResultSerializer,
     SyncStatusSerializer,
@@ -46,7 +48,7 @@ from memories.api.serializers import (
     entry_data,
 )
 from memories.backends import hub_status
-from memories.models import MemoryEntry
+from memories.models import HeldWrite, MemoryEntry
 from memories.search import RankedMatches
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
@@ -73,6 +75,19 @@ def _paginate(
     # BoundedPagination (the memories' lists) also takes a search's LexicalMatches or HybridMatches.
     page = paginator.paginate_queryset(queryset, request, view=view)  # type: ignore[arg-type]
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+HELD = OpenApiResponse(
+    HeldWriteSerializer,
+    description="The write guard held the write for review (the account's guard mode is hold): nothing is stored "
+    "until staff approve it; Location names where its status is.",
+)
+
+
+def _held_response(request: Request, held: HeldWrite) -> Response:
+    response = Response(HeldWriteSerializer(held).data, status=status.HTTP_202_ACCEPTED)
+    response["Location"] = reverse("api:held-write-detail", kwargs={"pk": held.pk}, request=request)
+    return response
 
 
 def _write_response(result: services.PutResult) -> Response:
@@ -243,14 +258,17 @@ class MemoryViewSet(HubViewSet):
     @extend_schema(
         summary="Store a memory (upsert), the key in the body",
         request=EntryCreateSerializer,
-        responses={200: EntrySerializer, 201: EntrySerializer},
+        responses={200: EntrySerializer, 201: EntrySerializer, 202: HELD},
     )
     def create(self, request: Request, uid: str) -> Response:
         body = EntryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.entry_put(
-            owner=request_account(request), uid=uid, actor=request_account(request), **body.validated_data
-        )
+        try:
+            result = services.entry_put(
+                owner=request_account(request), uid=uid, actor=request_account(request), **body.validated_data
+            )
+        except services.WriteHeld as held:
+            return _held_response(request, held.held)
         return _write_response(result)
 
     def _entry(self, request: Request, uid: str, key: str) -> MemoryEntry:
@@ -274,40 +292,46 @@ class MemoryViewSet(HubViewSet):
         summary="Store a memory (upsert): 201 when created, 200 when changed or unchanged",
         request=EntryWriteSerializer,
         parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, IF_NONE_MATCH_PARAMETER, ETAG_HEADER],
-        responses={200: EntrySerializer, 201: EntrySerializer, 412: PRECONDITION_FAILED},
+        responses={200: EntrySerializer, 201: EntrySerializer, 202: HELD, 412: PRECONDITION_FAILED},
     )
     def update(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
-        result = services.entry_put(
-            owner=request_account(request),
-            uid=uid,
-            key=key,
-            actor=request_account(request),
-            expected_version=expected_version,
-            **body.validated_data,
-        )
+        try:
+            result = services.entry_put(
+                owner=request_account(request),
+                uid=uid,
+                key=key,
+                actor=request_account(request),
+                expected_version=expected_version,
+                **body.validated_data,
+            )
+        except services.WriteHeld as held:
+            return _held_response(request, held.held)
         return _write_response(result)
 
     @extend_schema(
         summary="Change some fields of a memory",
         request=EntryWriteSerializer,
         parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, ETAG_HEADER],
-        responses={200: EntrySerializer, 412: PRECONDITION_FAILED},
+        responses={200: EntrySerializer, 202: HELD, 412: PRECONDITION_FAILED},
     )
     def partial_update(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
         expected_version = if_match_version(request, uid=uid, key=key)
-        result = services.entry_update(
-            owner=request_account(request),
-            uid=uid,
-            key=key,
-            actor=request_account(request),
-            expected_version=expected_version,
-            **body.validated_data,
-        )
+        try:
+            result = services.entry_update(
+                owner=request_account(request),
+                uid=uid,
+                key=key,
+                actor=request_account(request),
+                expected_version=expected_version,
+                **body.validated_data,
+            )
+        except services.WriteHeld as held:
+            return _held_response(request, held.held)
         return with_etag(Response(entry_data(result.entry)), result.entry)
 
     @extend_schema(
@@ -372,7 +396,8 @@ class MemoryViewSet(HubViewSet):
             "Operations run in order in one transaction. If any is invalid or meets a stale "
             "expected_version, nothing is applied and the 400 maps the index of each failed operation "
             'to its errors: {"operations": {"2": {"key": [...]}}}. A memory whose key is \'batch\' is still reached by '
-            "GET, PUT, PATCH and DELETE on this path; only POST means a batch."
+            "GET, PUT, PATCH and DELETE on this path; only POST means a batch. A put the write guard holds "
+            '(the account\'s guard mode is hold) is "held", with its held write; the others are applied.'
         ),
         request=BatchSerializer,
         responses={200: BatchResultSerializer},
@@ -465,6 +490,41 @@ class ToolViewSet(HubViewSet):
     @action(detail=False, methods=["get"], url_path="schema", url_name="schema")
     def tool_schema(self, request: Request) -> Response:
         return Response(TOOL_SCHEMA)
+
+
+@extend_schema(tags=["memories"])
+class HeldWriteViewSet(HubViewSet):
+    """The account's writes the guard held for review: what a 202 answer's Location names."""
+
+    lookup_value_regex = "[0-9]+"
+
+    @extend_schema(
+        summary="The account's held writes, newest first",
+        description="Writes the guard held (pending review), and those staff approved or rejected, with who decided.",
+        parameters=[
+            OpenApiParameter(
+                "status", str, enum=HeldWrite.Status.values, description="Only the held writes of this status."
+            )
+        ],
+        responses=HeldWriteSerializer(many=True),
+    )
+    def list(self, request: Request) -> Response:
+        wanted = request.query_params.get("status") or None
+        if wanted is not None and wanted not in HeldWrite.Status.values:
+            raise InvalidField("status", f"must be one of {', '.join(HeldWrite.Status.values)}.")
+        held = selectors.held_write_list(owner=request_account(request), status=wanted)
+        return _paginate(self, request, held, HeldWriteSerializer)
+
+    @extend_schema(
+        summary="One held write: pending, approved or rejected",
+        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH, description="The held write's number.")],
+        responses=HeldWriteSerializer,
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        held = selectors.held_write_get(owner=request_account(request), held_id=int(pk))
+        if held is None:
+            raise Http404
+        return Response(HeldWriteSerializer(held).data)
 
 
 # The entry's own actions, for the methods other than POST that reach the batch route.

@@ -143,7 +143,9 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         name="remember",
         description="Store a memory about a user: creates it, or replaces the value of the memory with that key. "
         "Returns the stored memory with its version (1 when created, +1 per change) and status "
-        "(created, updated or unchanged). Every change is kept in the memory's history.",
+        "(created, updated or unchanged). Every change is kept in the memory's history. A value that reads as "
+        "an instruction to a model, or holds hidden characters, may be held for review (status held): it is "
+        "not stored until staff approve it.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
     async def remember(
@@ -176,16 +178,27 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         account = account_for(ctx)
 
         def work() -> dict[str, Any]:
-            result = services.entry_put(
-                owner=account,
-                uid=uid,
-                key=key,
-                value=value,
-                kind=kind,
-                meta=meta,
-                actor=account,
-                expected_version=expected_version,
-            )
+            try:
+                result = services.entry_put(
+                    owner=account,
+                    uid=uid,
+                    key=key,
+                    value=value,
+                    kind=kind,
+                    meta=meta,
+                    actor=account,
+                    expected_version=expected_version,
+                )
+            except services.WriteHeld as held:
+                return {
+                    "uid": uid,
+                    "key": key,
+                    "status": "held",
+                    "held_id": held.held.pk,
+                    "guard_flags": held.held.guard_flag_names,
+                    "note": "The write looks like an instruction to a model or holds hidden characters, so it is "
+                    "held for review and not stored until staff approve it. Do not retry it.",
+                }
             status = "created" if result.created else "updated" if result.changed else "unchanged"
             return {**_entry_data(result.entry), "status": status}
 
