@@ -31,11 +31,16 @@ def account_policy(*, account: User) -> AccountPolicy:
     return policy if policy is not None else AccountPolicy(account=account)
 
 
-def held_write_list(*, owner: User, status: str | None = None) -> QuerySet[HeldWrite]:
-    """The account's writes the guard held, newest first, with who made and who decided them (one query)."""
+def held_write_list(
+    *, owner: User, status: str | None = None, uid: str | None = None, key: str | None = None
+) -> QuerySet[HeldWrite]:
+    """The account's writes the guard held (of one uid and key when given), newest first, with who made and who
+    decided them (one query)."""
     held = HeldWrite.objects.filter(owner=owner)
     if status is not None:
         held = held.filter(status=status)
+    if uid is not None and key is not None:
+        held = held.filter(uid=uid, key=key)
     return held.select_related("requested_by", "decided_by").order_by("-requested_at", "-id")
 
 

@@ -286,6 +286,7 @@ def entry_detail(request: HttpRequest) -> HttpResponse:
     scope = _scope(request)
     entry = selectors.entry_get(owner=scope.owner, uid=uid, key=key)
     events = list(selectors.entry_history(owner=scope.owner, uid=uid, key=key)[:HISTORY_LIMIT])
+    held = list(selectors.held_write_list(owner=scope.owner, uid=uid, key=key)[:HISTORY_LIMIT])
     if entry is None and not events:
         raise Http404("No memory has that uid and key.")
     context = {
@@ -297,6 +298,7 @@ def entry_detail(request: HttpRequest) -> HttpResponse:
         "guard_reasons": guard_reasons(entry.guard_flag_names) if entry is not None else [],
         "history": _history_rows(events),
         "history_limit": HISTORY_LIMIT,
+        "held_writes": held,
     }
     return render(request, "memories/entry_detail.html", context)
 

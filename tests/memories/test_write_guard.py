@@ -108,6 +108,8 @@ def test_staff_approve_in_the_dashboard_and_the_history_says_who(owner, owner_ap
         1,
     )
     assert "Nothing is waiting for review." in staff_client.get("/held/").content.decode()
+    page = owner_client.get("/memory/?uid=alice&key=note").content.decode()
+    assert "Writes held by the guard" in page and "Approved</strong> by staffer" in page
     # A decision is made once.
     staff_client.post(f"/held/decide/?id={held_id}", {"decision": "reject"})
     assert HeldWrite.objects.get(pk=held_id).status == HeldWrite.Status.APPROVED
