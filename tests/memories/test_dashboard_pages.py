@@ -182,17 +182,17 @@ def test_a_users_memories_page_renders_in_five_queries(owner_client, owner, alic
         assert owner_client.get("/user/?uid=alice&q=o&sort=key").status_code == 200
 
 
-def test_the_entry_page_renders_in_four_queries(owner_client, owner, alice_memories, django_assert_num_queries):
+def test_the_entry_page_renders_in_five_queries(owner_client, owner, alice_memories, django_assert_num_queries):
     for number in range(5):
         services.entry_put(owner=owner, uid="alice", key="editor", value=f"uses editor {number}")
-    # session, account, the entry, its history with each change's actor
-    with django_assert_num_queries(4):
+    # session, account, the entry, its history with each change's actor, the writes the guard held for its key
+    with django_assert_num_queries(5):
         assert owner_client.get("/memory/?uid=alice&key=editor").status_code == 200
 
 
 def test_staff_looking_at_another_account_costs_one_query_more(staff_client, alice_memories, django_assert_num_queries):
-    # session, account, the named account, the entry, its history
-    with django_assert_num_queries(5):
+    # session, account, the named account, the entry, its history, the writes held for its key
+    with django_assert_num_queries(6):
         assert staff_client.get("/memory/?uid=alice&key=language&account=owner").status_code == 200
 
 

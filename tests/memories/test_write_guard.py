@@ -48,7 +48,9 @@ def test_a_clean_value_clears_the_flag_and_allow_stores_unmarked(owner, owner_ap
 def test_hidden_characters_are_flagged_but_emoji_and_persian_are_not(owner, owner_api):
     hidden = owner_api.put(f"{BASE}/alice/memories/name", {"value": "admin\u202egnp.exe"}, format="json")
     family = owner_api.put(
-        f"{BASE}/alice/memories/family", {"value": "👨\u200d👩\u200d👧 می\u200cخواهم"}, format="json"  # noqa: RUF001 - real Persian
+        f"{BASE}/alice/memories/family",
+        {"value": "👨\u200d👩\u200d👧 می\u200cخواهم"},  # noqa: RUF001 - real Persian
+        format="json",
     )
     assert hidden.json()["guard_flags"] == ["bidi-override"]
     assert family.json()["guard_flags"] == []
@@ -109,7 +111,7 @@ def test_staff_approve_in_the_dashboard_and_the_history_says_who(owner, owner_ap
     )
     assert "Nothing is waiting for review." in staff_client.get("/held/").content.decode()
     page = owner_client.get("/memory/?uid=alice&key=note").content.decode()
-    assert "Writes held by the guard" in page and "Approved</strong> by staffer" in page
+    assert "Writes held by the guard" in page and "approved</strong> by staffer" in page
     # A decision is made once.
     staff_client.post(f"/held/decide/?id={held_id}", {"decision": "reject"})
     assert HeldWrite.objects.get(pk=held_id).status == HeldWrite.Status.APPROVED

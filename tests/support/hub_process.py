@@ -112,6 +112,11 @@ def _migrate(database: HubDatabase) -> None:
     _manage(database, "migrate", "--noinput", "-v0")
 
 
+def run_command(database: HubDatabase, *arguments: str) -> str:
+    """`manage.py ARGUMENTS` on the hub's database; what it printed."""
+    return _manage(database, *arguments)
+
+
 def create_token(database: HubDatabase, name: str) -> str:
     return _manage(database, "create_account", name).strip()
 
