@@ -1,9 +1,14 @@
 """The write guard on every way in: allow, flag and hold, the review queue, and what each read shows."""
 
+import hashlib
+import json
+
 import pytest
+from django.core.management import call_command
 from django.test import override_settings
 
 from memories import selectors, services
+from memories.guard import RULES_BY_NAME
 from memories.models import GuardMode, HeldWrite, MemoryEntry, MemoryEvent
 
 BASE = "/api/v1/users"
@@ -214,3 +219,60 @@ def test_a_clean_write_reads_no_policy(owner, django_assert_num_queries):
     with django_assert_num_queries(len(unguarded.captured_queries)) as guarded:
         services.entry_put(owner=owner, uid="alice", key="tea", value=CLEAN)
     assert not any("accountpolicy" in query["sql"] for query in guarded.captured_queries)
+
+
+@pytest.mark.django_db
+def test_import_memories_says_how_many_lines_were_held(owner, tmp_path, capsys):
+    _policy(owner, GuardMode.HOLD)
+    body = b"".join(
+        json.dumps({"owner": "owner", "uid": "alice", "key": key, "value": value}).encode() + b"\n"
+        for key, value in (("tea", CLEAN), ("note", INJECTION))
+    )
+    header = {
+        "format": "memoryhub.memories",
+        "format_version": 1,
+        "count": 2,
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
+    source = tmp_path / "backup.jsonl"
+    source.write_bytes(json.dumps(header).encode() + b"\n" + body)
+
+    call_command("import_memories", str(source), "--quiet")
+
+    assert "2 entries read: 1 were created, 0 were updated, 0 unchanged, 0 refused, 1 were held for review" in (
+        capsys.readouterr().out
+    )
+    assert list(MemoryEntry.objects.values_list("key", flat=True)) == ["tea"]
+
+
+@pytest.mark.django_db
+def test_an_entry_added_in_the_admin_can_be_held_and_the_admin_says_where(owner, staff, client):
+    _policy(owner, GuardMode.HOLD)
+    client.force_login(staff)
+    answer = client.post(
+        "/admin/memories/memoryentry/add/",
+        {"owner": owner.pk, "uid": "alice", "key": "note", "value": INJECTION, "kind": "preference", "meta": "{}"},
+    )
+    held = HeldWrite.objects.get()
+    assert answer["Location"] == f"/admin/memories/heldwrite/{held.pk}/change/"
+    assert (held.requested_by, held.status) == (staff, HeldWrite.Status.PENDING)
+    assert not MemoryEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_held_list_filters_by_status_and_names_a_bad_one(owner, owner_api):
+    _policy(owner, GuardMode.HOLD)
+    owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION}, format="json")
+    assert owner_api.get("/api/v1/held/?status=pending").json()["count"] == 1
+    assert owner_api.get("/api/v1/held/?status=approved").json()["count"] == 0
+    refused = owner_api.get("/api/v1/held/?status=maybe")
+    assert refused.status_code == 400 and "status" in refused.json()
+
+
+@pytest.mark.django_db
+def test_the_dashboard_marks_a_flagged_memory_and_explains_it(owner, owner_api, owner_client):
+    owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION}, format="json")
+    listing = owner_client.get("/user/?uid=alice").content.decode()
+    assert 'class="flag"' in listing and "ignore-instructions" in listing
+    page = owner_client.get("/memory/?uid=alice&key=note").content.decode()
+    assert "Flagged" in page and RULES_BY_NAME["exfiltration"].reason in page

@@ -25,6 +25,8 @@ class ImportReport:
     # Lines for an (owner, uid, key) met earlier in the same chunk: applied after it, in order.
     repeated: int = 0
     refused: int = 0
+    # Lines the write guard held for review (their accounts' guard mode is hold): not stored as entries.
+    held: int = 0
     # The first ERRORS_SHOWN refusals only, so a file of bad lines cannot fill memory.
     errors: list[tuple[int, str]] = field(default_factory=list)
 
@@ -38,6 +40,7 @@ class ImportReport:
         return (
             f"{self.lines} entries read: {self.created} {verb} created, {self.updated} {verb} updated, "
             f"{self.unchanged} unchanged, {self.refused} refused"
+            + (f", {self.held} {verb} held for review by the write guard" if self.held else "")
             + (
                 f" ({self.repeated} repeated a key of an earlier line and {verb} applied after it, in order)."
                 if self.repeated
@@ -277,5 +280,6 @@ class Command(BaseCommand):
             report.updated += counts.updated
             report.unchanged += counts.unchanged
             report.repeated += counts.repeated
+            report.held += counts.held
             for index, error in counts.invalid:
                 report.refuse(line_numbers[index], str(error))
