@@ -348,6 +348,8 @@ def recall_sets_load_into(*, owner: User, recall_sets: Sequence[RecallSet], per_
                     index, error = counts.invalid[0]
                     raise ValueError(f"{uid}: record {index} refused: {error}")
                 total += counts.created
+    # What import_memories does after a bulk import, so searches meet the indexes a user's import leaves.
+    services.search_statistics_refresh()
     return total
 
 

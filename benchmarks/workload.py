@@ -128,9 +128,12 @@ RAW_GET = (
     "SELECT id, uid, key, value, kind, meta, created, updated, version FROM memories_memoryentry "
     "WHERE owner_id = ? AND uid = ? AND key = ?"
 )
+# The words index's rows of one user are one range of rowids: the user's number << 32, plus the entry's id.
+RAW_USER_NUMBER = "SELECT id FROM memories_searchscope WHERE owner_id = ? AND uid = ?"
 RAW_CANDIDATES = (
     "SELECT e.id, -bm25(memories_memoryentry_words, 0.0, 4.0, 1.0), e.updated FROM memories_memoryentry_words "
-    "JOIN memories_memoryentry e ON e.id = memories_memoryentry_words.rowid WHERE memories_memoryentry_words MATCH ? "
+    "JOIN memories_memoryentry e ON e.id = (memories_memoryentry_words.rowid & 4294967295) "
+    "WHERE memories_memoryentry_words MATCH ? AND memories_memoryentry_words.rowid BETWEEN ? AND ? "
     "ORDER BY memories_memoryentry_words.rowid DESC LIMIT ?"
 )
 RAW_BY_IDS = (
@@ -158,6 +161,7 @@ def raw_floor(
     link.execute("PRAGMA journal_mode=WAL")
     link.execute("PRAGMA synchronous=NORMAL")
     keys = [entry_key(rng.randrange(per_user)) for _ in range(samples)]
+    (user_number,) = link.execute(RAW_USER_NUMBER, (owner_id, uid)).fetchone()
 
     def put(number: int) -> None:
         now = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -170,8 +174,9 @@ def raw_floor(
     def query(word: str) -> list:
         # As memories.search does: the user's newest candidates from the words index, ranked, then
         # the best of them by id.
-        match = f'scope : "{search.lexical.scope_token(owner_id, uid)}" AND {{key value}} : ("{word}")'
-        candidates = link.execute(RAW_CANDIDATES, (match, search.RANK_CAP)).fetchall()
+        first = user_number << 32
+        match = f'{{key value}} : ("{word}")'
+        candidates = link.execute(RAW_CANDIDATES, (match, first, first + (1 << 32) - 1, search.RANK_CAP)).fetchall()
         best = sorted(candidates, key=lambda row: (-row[1], row[2]), reverse=False)[:QUERY_LIMIT]
         ids = [row[0] for row in best]
         return link.execute(RAW_BY_IDS.format(ids=", ".join("?" * len(ids))), ids).fetchall()

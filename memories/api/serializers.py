@@ -1,11 +1,15 @@
 """What the API reads and writes. Serializers parse and check shapes; services do the writing."""
 
 import functools
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db.models.manager import BaseManager
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -44,6 +48,50 @@ def _run_check(check: Callable[[object], Checked], value: object) -> Checked:
         raise serializers.ValidationError(error.message) from None
 
 
+FieldReader = Callable[[MemoryEntry], Any]
+# Model fields an entry shows as stored (text, a JSON object, a number): DRF's fields for them return
+# the value unchanged, so a page reads the attribute directly.
+PLAIN_ENTRY_FIELDS = frozenset({"uid", "key", "value", "kind", "meta", "version"})
+PLAIN_FIELD_TYPES = (serializers.CharField, serializers.IntegerField, serializers.JSONField)
+
+
+def _field_reader(field: serializers.Field, moment: Callable[[datetime], str]) -> tuple[str, FieldReader]:
+    """A bound field's name in the output, and how a page reads it from an entry."""
+    name, own = field.field_name, vars(field)
+    assert name is not None  # a field of a serializer is bound to its name
+    if field.source != name:
+        pass
+    elif name in PLAIN_ENTRY_FIELDS and isinstance(field, PLAIN_FIELD_TYPES) and not own.get("binary"):
+        return name, operator.attrgetter(name)
+    elif isinstance(field, serializers.DateTimeField) and "format" not in own and "timezone" not in own:
+        return name, lambda entry: moment(getattr(entry, name))
+
+    def read(entry: MemoryEntry) -> Any:  # noqa: ANN401 - whatever the field shows
+        # As Serializer.to_representation reads a field: None stays None.
+        attribute = field.get_attribute(entry)
+        return None if attribute is None else field.to_representation(attribute)
+
+    return name, read
+
+
+class EntryListSerializer(serializers.ListSerializer):
+    """A page of entries, each exactly as its serializer gives one alone, without DRF's work per field.
+
+    Each field's reader is chosen once per page: plain attributes are read directly, datetimes go
+    through one DRF DateTimeField whose time zone is looked up once per page instead of twice per
+    entry, and every other field is read by its own DRF field as a serializer would (on a page of 50,
+    DRF's work per field was most of the request).
+    """
+
+    child: "EntrySerializer"
+
+    def to_representation(self, data: "Iterable[MemoryEntry] | BaseManager[MemoryEntry]") -> list[dict[str, Any]]:
+        entries = data.all() if isinstance(data, BaseManager) else data
+        moment = serializers.DateTimeField(default_timezone=timezone.get_current_timezone()).to_representation
+        readers = [_field_reader(field, moment) for field in self.child._readable_fields]
+        return [{name: read(entry) for name, read in readers} for entry in entries]
+
+
 class EntrySerializer(serializers.ModelSerializer):
     guard_flags = serializers.ListField(
         child=serializers.CharField(),
@@ -57,6 +105,7 @@ class EntrySerializer(serializers.ModelSerializer):
         model = MemoryEntry
         fields = ["uid", "key", "value", "kind", "meta", "version", "created", "updated", "guard_flags"]
         read_only_fields = fields
+        list_serializer_class = EntryListSerializer
 
 
 @functools.cache

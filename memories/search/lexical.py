@@ -15,15 +15,19 @@ candidates are ranked (the most recently created ones when more hold the words),
 what a rare one does; every other match follows, newest first, so every match is reachable by paging.
 Counts are exact up to COUNT_LIMIT matches and say so beyond.
 
-SQLite indexes (migration 0004): memories_memoryentry_fts (trigram) for substrings, over the whole
-hub; memories_memoryentry_words (unicode61) for words, whose scope column holds one token per account
-and user, so ranking and counting read that user's rows alone. PostgreSQL: a GIN index over the words
-of the folded key and value, and pg_trgm indexes over both for substrings.
+SQLite indexes (migrations 0007 and 0009): memories_memoryentry_fts (trigram) for substrings and
+memories_memoryentry_words (unicode61) for words, both keyed by user: a row's rowid is the user's
+number (memories_searchscope) << 32 plus the entry's id, so every search reads one user's range of
+rowids of each index and nothing of other users (bm25's word statistics are still the hub's).
+Matches past the ranked candidates come newest first: when at most COUNT_LIMIT entries match, the
+indexes give their ids; beyond, the user's entries are read newest first until the page is full.
+PostgreSQL: a GIN index over the words of the folded key and value, and pg_trgm indexes over both
+for substrings.
 """
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import overload
 
@@ -38,11 +42,12 @@ from memories.models import MemoryEntry
 MIN_INDEXED_LENGTH = 3
 # Candidates ranked exactly per query; matches beyond them follow newest first.
 RANK_CAP = 200
-# SQLite: a query whose words more entries of the hub hold than this reads the user's rows alone.
-HUB_PROBE_LIMIT = 2000
 # Counts are exact up to this many matches; beyond, the count is COUNT_LIMIT + 1 and marked inexact.
 COUNT_LIMIT = 1000
 FTS_TABLE = "memories_memoryentry_fts"
+SCOPE_TABLE = "memories_searchscope"
+# Both SQLite indexes' rowid is the user's number (SCOPE_TABLE) times this, plus the entry's id.
+USER_ROWID_SPAN = 2**32
 WORDS_TABLE = "memories_memoryentry_words"
 ENTRY_TABLE = MemoryEntry._meta.db_table
 # bm25 weights per column of the words index (scope, key, value): the scope token never scores.
@@ -141,14 +146,19 @@ def _fts_string(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def scope_token(owner_id: int, uid: str) -> str:
-    """The words index's token for one account's user, as migration 0004's triggers write it."""
-    return f"s{owner_id}x{uid.encode().hex().upper()}"
+def _user_rows(table: str, owner_id: int, uid: str) -> tuple[str, list[str | int]]:
+    """A condition keeping one user's rows of a search index, its range of rowids (migration 0009), and its
+    parameters. A user with no number (never an entry) has no range: nothing is kept."""
+    number = f"(SELECT id FROM {SCOPE_TABLE} WHERE owner_id = %s AND uid = %s)"
+    condition = (
+        f"{table}.rowid BETWEEN {number} * {USER_ROWID_SPAN} AND {number} * {USER_ROWID_SPAN} + {USER_ROWID_SPAN - 1}"
+    )
+    return condition, [owner_id, uid, owner_id, uid]
 
 
-def _words_match(owner_id: int, uid: str, terms: tuple[str, ...]) -> str:
-    alternatives = " OR ".join(_fts_string(term) for term in terms)
-    return f"scope : {_fts_string(scope_token(owner_id, uid))} AND {{key value}} : ({alternatives})"
+def _entry_id(table: str) -> str:
+    """The entry's id in a row of a search index (the rowid's low half)."""
+    return f"({table}.rowid & {USER_ROWID_SPAN - 1})"
 
 
 def _matched_terms(query: LexicalQuery, key_folded: str, value_folded: str) -> tuple[str, ...]:
@@ -159,41 +169,33 @@ def _terms_match(terms: tuple[str, ...]) -> str:
     return "{key value} : (" + " OR ".join(_fts_string(term) for term in terms) + ")"
 
 
+def _words_ids_sqlite(owner_id: int, uid: str, terms: tuple[str, ...]) -> tuple[str, list[str | int]]:
+    """SQL selecting the ids of the user's entries holding any of the terms as whole words, and its parameters."""
+    rows, params = _user_rows(WORDS_TABLE, owner_id, uid)
+    sql = f"SELECT {_entry_id(WORDS_TABLE)} AS id FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s AND {rows}"
+    return sql, [_terms_match(terms), *params]
+
+
 def _candidates_sqlite(
     owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int, *, with_text: bool
 ) -> list[tuple]:
     """(id, score[, key_folded, value_folded]) best first, ties newest first.
 
-    Two ways to the same rows, chosen by how many entries of the whole hub hold the words (a bounded
-    probe, HUB_PROBE_LIMIT rows at most): few, and the hub's hits are read and kept when they are the
-    user's (cheapest for a rare word); many, and the user's scope token joins the MATCH, so only the
-    user's rows are read. Either way the newest `limit` of the user's hits are ranked by bm25, whose
-    scope column weighs nothing, so both ways give the same candidates and the same scores: only
-    the time depends on other accounts' data, never the result.
+    The newest `limit` of the user's hits, read from the user's range of the words index alone, are
+    ranked by bm25 (hub-wide word statistics; the scope column weighs nothing).
     """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*) FROM (SELECT rowid FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s LIMIT %s)",
-            [_terms_match(query.ranking_terms), HUB_PROBE_LIMIT + 1],
-        )
-        hub_hits = cursor.fetchone()[0]
+    rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
     kind_filter = f" AND +{ENTRY_TABLE}.kind = %s" if kind else ""
-    if hub_hits <= HUB_PROBE_LIMIT:
-        match = _terms_match(query.ranking_terms)
-        scope_filter = f" AND +{ENTRY_TABLE}.owner_id = %s AND +{ENTRY_TABLE}.uid = %s"
-        scope_params: list[str | int] = [owner_id, uid]
-    else:
-        match, scope_filter, scope_params = _words_match(owner_id, uid, query.ranking_terms), "", []
     text = ", key_folded, value_folded" if with_text else ""
     sql = (
         f"SELECT id, score{text} FROM ("
         f"SELECT {ENTRY_TABLE}.id AS id, -bm25({WORDS_TABLE}, {SCOPE_WEIGHT}, {KEY_WEIGHT}, {VALUE_WEIGHT}) AS score, "
         f"{ENTRY_TABLE}.updated AS updated{text.replace(', ', f', {ENTRY_TABLE}.')} "
-        f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid "
-        f"WHERE {WORDS_TABLE} MATCH %s{scope_filter}{kind_filter} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
+        f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {_entry_id(WORDS_TABLE)} "
+        f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{kind_filter} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
         f") ORDER BY score DESC, updated DESC, id DESC"
     )
-    params: list[str | int] = [match, *scope_params, *([kind] if kind else []), limit]
+    params: list[str | int] = [_terms_match(query.ranking_terms), *rows_params, *([kind] if kind else []), limit]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -278,23 +280,35 @@ def _user_entries(owner_id: int, uid: str, kind: str | None) -> QuerySet[MemoryE
     return entries.filter(kind=kind) if kind else entries
 
 
-def _short_words_filter(owner_id: int, uid: str, query: LexicalQuery) -> Q:
+def _match_ids_sqlite(owner_id: int, uid: str, query: LexicalQuery) -> tuple[str, list[str | int]]:
+    """SQL selecting the id of every entry of the user that matches the query, through the indexes alone:
+    the user's range of the trigram index for substrings, of the words index for short words."""
+    parts, params = [], []
+    if query.substrings:
+        rows, rows_params = _user_rows(FTS_TABLE, owner_id, uid)
+        parts.append(f"SELECT {_entry_id(FTS_TABLE)} AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s AND {rows}")
+        params += [" OR ".join(_fts_string(text) for text in query.substrings), *rows_params]
+    if query.short_words:
+        words, words_params = _words_ids_sqlite(owner_id, uid, query.short_words)
+        parts.append(words)
+        params += words_params
+    return " UNION ".join(parts), params
+
+
+def _short_words_filter(query: LexicalQuery) -> Q:
     if not query.short_words:
         return Q(pk__in=[])
-    if connection.vendor == "postgresql":
-        tsquery, params = _postgres_query(query.short_words)
-        return Q(pk__in=RawSQL(f"SELECT id FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {tsquery}", params))
-    return Q(
-        pk__in=RawSQL(
-            f"SELECT rowid FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s",
-            [_words_match(owner_id, uid, query.short_words)],
-        )
-    )
+    tsquery, params = _postgres_query(query.short_words)
+    return Q(pk__in=RawSQL(f"SELECT id FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {tsquery}", params))
 
 
 def match_filter(*, owner_id: int, uid: str, query: LexicalQuery) -> Q:
     """The matching rule as a filter on entries (the folded columns are lower case: LIKE is exact on them)."""
-    condition = _short_words_filter(owner_id, uid, query)
+    if connection.vendor != "postgresql":
+        if not query.substrings and not query.short_words:
+            return Q(pk__in=[])
+        return Q(pk__in=RawSQL(*_match_ids_sqlite(owner_id, uid, query)))
+    condition = _short_words_filter(query)
     for text in query.substrings:
         condition |= Q(key_folded__contains=text) | Q(value_folded__contains=text)
     return condition
@@ -306,40 +320,55 @@ def matches(*, owner_id: int, uid: str, kind: str | None, query: LexicalQuery) -
 
 
 def _count_sqlite(owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int) -> int:
-    # The trigram index drives (a substring held by few entries of the hub is found at once);
-    # the unary + keeps the (owner, uid) index out of the planner's choices.
-    kind_filter = f" AND +{ENTRY_TABLE}.kind = %s" if kind else ""
-    scope = f"+{ENTRY_TABLE}.owner_id = %s AND +{ENTRY_TABLE}.uid = %s{kind_filter}"
-    substrings_part = (
-        f"SELECT {FTS_TABLE}.rowid AS id FROM {FTS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH %s AND {scope}"
-    )
-    parts = [substrings_part]
-    params: list[str | int] = [" OR ".join(_fts_string(text) for text in query.substrings), owner_id, uid]
-    params += [kind] if kind else []
-    if query.short_words:
-        parts.append(
-            f"SELECT {WORDS_TABLE}.rowid AS id FROM {WORDS_TABLE} "
-            f"JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid WHERE {WORDS_TABLE} MATCH %s{kind_filter}"
-        )
-        params += [_words_match(owner_id, uid, query.short_words), *([kind] if kind else [])]
+    ids, params = _match_ids_sqlite(owner_id, uid, query)
+    if kind:
+        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({ids}) AND +kind = %s LIMIT %s)"
+        params = [*params, kind, limit]
+    else:
+        sql, params = f"SELECT count(*) FROM ({ids} LIMIT %s)", [*params, limit]
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM ({' UNION '.join(parts)} LIMIT %s)", [*params, limit])
+        cursor.execute(sql, params)
         return cursor.fetchone()[0]
+
+
+def _tail_sqlite(
+    owner_id: int, uid: str, kind: str | None, query: LexicalQuery, *, columns: str, exclude: list[int], many: bool
+) -> tuple[str, list[str | int]]:
+    """SQL selecting columns of the user's matching entries, but those in exclude, newest first (LIMIT and
+    OFFSET to add).
+
+    Few matches (at most COUNT_LIMIT): the indexes give their ids, which are sorted. Many: the user's
+    entries are read newest first and tested, so a page stops after its rows (most entries match).
+    """
+    ids, params = _match_ids_sqlite(owner_id, uid, query)
+    if many:
+        holds = ["instr(key_folded, %s) > 0 OR instr(value_folded, %s) > 0" for _ in query.substrings]
+        params = [owner_id, uid, *(text for text in query.substrings for _ in range(2))]
+        if query.short_words:
+            words, words_params = _words_ids_sqlite(owner_id, uid, query.short_words)
+            holds.append(f"id IN ({words})")
+            params += words_params
+        where = f"owner_id = %s AND uid = %s AND ({' OR '.join(holds)})"
+    else:
+        where = f"id IN ({ids})"
+    if kind:
+        where += " AND +kind = %s"
+        params.append(kind)
+    if exclude:
+        where += f" AND id NOT IN ({', '.join(['%s'] * len(exclude))})"
+        params += exclude
+    return f"SELECT {columns} FROM {ENTRY_TABLE} WHERE {where} ORDER BY updated DESC, id DESC", params
 
 
 def _word_count_sqlite(owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int) -> int:
     """How many of the user's entries hold a query word whole, up to limit: the words index alone."""
+    words, params = _words_ids_sqlite(owner_id, uid, query.ranking_terms)
     if kind:
-        sql = (
-            f"SELECT count(*) FROM (SELECT {WORDS_TABLE}.rowid FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} "
-            f"ON {ENTRY_TABLE}.id = {WORDS_TABLE}.rowid "
-            f"WHERE {WORDS_TABLE} MATCH %s AND +{ENTRY_TABLE}.kind = %s LIMIT %s)"
-        )
-        params: list[str | int] = [_words_match(owner_id, uid, query.ranking_terms), kind, limit]
+        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({words}) AND +kind = %s LIMIT %s)"
+        params += [kind, limit]
     else:
-        sql = f"SELECT count(*) FROM (SELECT rowid FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s LIMIT %s)"
-        params = [_words_match(owner_id, uid, query.ranking_terms), limit]
+        sql = f"SELECT count(*) FROM ({words} LIMIT %s)"
+        params.append(limit)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()[0]
@@ -415,8 +444,32 @@ class LexicalMatches:
         ids = [candidate.entry_id for candidate in self.candidates[:limit]]
         wanted = limit - len(ids)
         if wanted > 0 and self.count() > len(self.candidates):
-            ids += self._tail().values_list("pk", flat=True)[:wanted]
+            if connection.vendor == "postgresql":
+                ids += self._tail().values_list("pk", flat=True)[:wanted]
+            else:
+                sql, params = self._tail_sqlite("id")
+                with connection.cursor() as cursor:
+                    cursor.execute(f"{sql} LIMIT %s", [*params, wanted])
+                    ids += [entry_id for (entry_id,) in cursor.fetchall()]
         return ids
+
+    def _tail_sqlite(self, columns: str) -> tuple[str, list[str | int]]:
+        return _tail_sqlite(
+            self.owner_id,
+            self.uid,
+            self.kind,
+            self.query,
+            columns=columns,
+            exclude=[candidate.entry_id for candidate in self.candidates],
+            many=not self.count_exact,
+        )
+
+    def _tail_page(self, offset: int, limit: int) -> "Iterable[MemoryEntry]":
+        """limit entries of the tail (the matches past the ranked candidates, newest first) from offset on."""
+        if connection.vendor == "postgresql":
+            return self._tail()[offset : offset + limit]
+        sql, params = self._tail_sqlite("*")
+        return MemoryEntry.objects.raw(f"{sql} LIMIT %s OFFSET %s", [*params, limit, offset])
 
     @overload
     def __getitem__(self, index: int) -> MemoryEntry: ...
@@ -447,7 +500,7 @@ class LexicalMatches:
         wanted = stop - start - len(head)
         if wanted > 0 and self.count() > len(self.candidates):
             tail_start = max(0, start - len(self.candidates))
-            for entry in self._tail()[tail_start : tail_start + wanted]:
+            for entry in self._tail_page(tail_start, wanted):
                 entry.score = None
                 entry.matched_terms = _matched_terms(self.query, entry.key_folded, entry.value_folded)
                 found.append(entry)

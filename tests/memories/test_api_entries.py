@@ -106,6 +106,27 @@ def test_list_is_newest_first_paginated_and_filters_on_kind(owner, owner_api):
     assert sorted(entry["key"] for entry in facts["results"]) == ["k1", "k3"]
 
 
+@pytest.mark.parametrize("time_zone", ["UTC", "Asia/Kolkata"])
+def test_an_entry_in_a_page_reads_exactly_as_the_entry_alone(owner, owner_api, settings, time_zone):
+    settings.TIME_ZONE = time_zone
+    services.entry_put(owner=owner, uid="alice", key="plain", value="tea")
+    services.entry_put(
+        owner=owner, uid="alice", key="language", value="prefers Python", kind="fact", meta={"source": "chat", "n": [1]}
+    )
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python and Rust", kind="fact")
+
+    listed = owner_api.get(f"{BASE}/alice/memories/").json()["results"]
+    found = owner_api.get(f"{BASE}/alice/memories/?q=python").json()["results"]
+
+    alone = {key: owner_api.get(f"{BASE}/alice/memories/{key}").json() for key in ("plain", "language")}
+    assert listed == [alone["language"], alone["plain"]]
+    assert list(listed[0]) == list(alone["language"])  # the same fields, in the same order
+    entry_fields = list(alone["language"])
+    assert [{name: result[name] for name in entry_fields} for result in found] == [alone["language"]]
+    assert list(found[0])[: len(entry_fields)] == entry_fields  # the entry's fields first, then the ranking's
+    assert found[0]["matched_terms"] == ["python"] and found[0]["score"] > 0 and found[0]["lexical_rank"] == 1
+
+
 def test_query_finds_key_or_value_in_any_case_newest_first(owner, owner_api):
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
     services.entry_put(owner=owner, uid="alice", key="python-version", value="3.11")

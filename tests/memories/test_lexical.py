@@ -169,6 +169,17 @@ def test_paging_past_the_count_limit_reaches_every_match(owner, owner_api):
     assert orders == ["relevance", "newest", "newest"]
 
 
+def test_past_the_count_limit_the_rest_still_holds_every_match_inside_a_longer_word(owner, owner_api):
+    values = {f"k{number:04d}": f"drinks coffee {number}" for number in range(1003)}
+    values |= {f"inside{number}": f"coffeehouse visit {number}" for number in range(4)}
+    values |= {f"other{number}": f"tea {number}" for number in range(3)}
+    _import(owner, "alice", values)
+    keys, orders = _all_pages(owner_api, {"q": "coffee", "page_size": 300})
+    assert sorted(keys) == sorted(key for key in values if not key.startswith("other"))
+    assert len(keys) == len(set(keys))
+    assert orders == ["relevance", "newest", "newest", "newest"]
+
+
 def test_a_page_past_the_last_match_is_a_404(owner, owner_api):
     _put(owner, "drink", "coffee")
     assert owner_api.get("/api/v1/users/alice/memories", {"q": "coffee", "page": 2}).status_code == 404

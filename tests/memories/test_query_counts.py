@@ -31,15 +31,10 @@ def test_listing_a_page_takes_three_queries(owner_api, many_entries, django_asse
     assert len(response.json()["results"]) == 20
 
 
-# SQLite first probes how many entries of the hub hold the words (at most 2,001 rows), to choose the
-# cheaper of two ways to the same candidates; PostgreSQL reads its GIN index directly.
-HUB_PROBE = 1 if connection.vendor == "sqlite" else 0
-
-
-def test_querying_takes_four_queries_and_the_probe(owner_api, many_entries, django_assert_num_queries):
-    # 1. the token and its account, (SQLite: the hub probe), 2. the ranked candidates (with their scores),
+def test_querying_takes_four_queries(owner_api, many_entries, django_assert_num_queries):
+    # 1. the token and its account, 2. the ranked candidates (with their scores),
     # 3. the count of matches (of at most 1,001), 4. the page's entries by id
-    with django_assert_num_queries(4 + HUB_PROBE):
+    with django_assert_num_queries(4):
         response = owner_api.get("/api/v1/users/alice/memories/?q=PYTHON")
     assert response.json()["count"] == 30
 
@@ -48,9 +43,9 @@ def test_a_page_past_the_ranked_candidates_takes_five_queries(
     owner_api, many_entries, monkeypatch, django_assert_num_queries
 ):
     monkeypatch.setattr(lexical, "RANK_CAP", 10)
-    # 1. the token and its account, (SQLite: the hub probe), 2. the ranked candidates, (SQLite: how many
-    # hold the word whole, since the candidates reached the cap), 3. the count of matches, 4. the rest, newest first
-    with django_assert_num_queries(6 if connection.vendor == "sqlite" else 4):
+    # 1. the token and its account, 2. the ranked candidates, (SQLite: how many hold the word whole,
+    # since the candidates reached the cap), 3. the count of matches, 4. the rest, newest first
+    with django_assert_num_queries(5 if connection.vendor == "sqlite" else 4):
         response = owner_api.get("/api/v1/users/alice/memories/?q=python&page_size=10&page=2")
     assert response.json()["order"] == "newest"
 
@@ -72,9 +67,9 @@ def test_history_takes_three_queries(owner, owner_api, django_assert_num_queries
 
 
 def test_the_tool_query_and_list_take_one_to_three_queries(owner_api, many_entries, django_assert_num_queries):
-    # 1. the token and its account, (SQLite: the hub probe), 2. the ranked candidates, 3. their entries by id
+    # 1. the token and its account, 2. the ranked candidates, 3. their entries by id
     # (the list: 1. the list; the worker holds the token and its account since the first request)
-    with django_assert_num_queries(3 + HUB_PROBE):
+    with django_assert_num_queries(3):
         owner_api.post("/api/v1/tool", {"action": "query", "uid": "alice", "query": "python"}, format="json")
     with django_assert_num_queries(1):
         owner_api.post("/api/v1/tool", {"action": "list", "uid": "alice"}, format="json")

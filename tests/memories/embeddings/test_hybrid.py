@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -190,16 +189,13 @@ def test_reciprocal_rank_fusion_rewards_agreement() -> None:
     assert scores[1] > scores[4] > 0  # first by words beats second by meaning alone
 
 
-SEARCH_PROBE = 1 if connection.vendor == "sqlite" else 0
-
-
 def test_a_hybrid_search_takes_one_query_more_than_a_lexical_one(
     owner_api: APIClient, alice: None, django_assert_num_queries
 ) -> None:
     _search(owner_api, "python")  # the user's vectors, the token and its account are held from here on
-    # 1. the stamp of the user's vectors (the cache is current), (SQLite: the words index probe),
+    # 1. the stamp of the user's vectors (the cache is current),
     # 2. the lexical candidates, 3. the page's entries, 4. the count of matches: a lexical search's
     # queries and the stamp
-    with django_assert_num_queries(4 + SEARCH_PROBE):
+    with django_assert_num_queries(4):
         results, ranking = _search(owner_api, "python")
     assert ranking == "hybrid" and results[0]["key"] == "language"
