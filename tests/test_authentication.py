@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from memories import services
 from memories.accounts import token_revoke, token_rotate
 from memoryhub import authentication
-from tests.support.hub_process import PROJECT, _environment, call, create_token, hub_database, running_hub
+from tests.support.hub_process import PROJECT, call, create_token, hub_database, hub_environment, running_hub
 
 ENTRY = "/api/v1/users/alice/memories/colour"
 
@@ -127,7 +127,7 @@ def test_a_token_revoked_by_another_process_is_refused_by_every_worker_at_once(t
                     "token_revoke(account=User.objects.get(username='agent'))",
                 ],
                 cwd=PROJECT,
-                env=_environment(database),
+                env=hub_environment(database),
                 check=True,
                 timeout=120,
                 capture_output=True,

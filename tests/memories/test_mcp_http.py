@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from tests.memories.mcp_hub import HttpHub, http_session, hub_environment, running_asgi_hub
-from tests.support.hub_process import call, create_token, hub_database, run_command
+from tests.memories.mcp_hub import http_session
+from tests.support.hub_process import RunningHub, call, create_token, hub_database, run_command, running_hub
 
 pytestmark = pytest.mark.process
 
@@ -18,21 +18,19 @@ BODY_LIMIT = 4096
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpHub, dict[str, str]]]:
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningHub, dict[str, str]]]:
     folder = tmp_path_factory.mktemp("mcp-http")
     with hub_database(folder) as database:
         tokens = {
             name: create_token(database, name) for name in ("owner", "stranger", "limited", "unlimited", "guarded")
         }
         run_command(database, "account_policy", "guarded", "--guard", "hold")
-        environment = hub_environment(
-            database, MEMORYHUB_RATE_LIMIT=f"{RATE_LIMIT}/minute", MEMORYHUB_MAX_BODY_BYTES=str(BODY_LIMIT)
-        )
-        with running_asgi_hub(environment, folder / "hub.log") as running:
+        limits = {"MEMORYHUB_RATE_LIMIT": f"{RATE_LIMIT}/minute", "MEMORYHUB_MAX_BODY_BYTES": str(BODY_LIMIT)}
+        with running_hub(database, folder / "hub.log", workers=2, env=limits) as running:
             yield running, tokens
 
 
-def _post(hub: HttpHub, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+def _post(hub: RunningHub, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
     connection = http.client.HTTPConnection("127.0.0.1", hub.port, timeout=60)
     try:
         sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers}

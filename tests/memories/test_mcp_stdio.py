@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession, stdio_client
 
 from memories.mcp.stdio import KEPT_ANSWERS_FILE
-from tests.memories.mcp_hub import hub_environment, stdio_parameters, stdio_session
-from tests.support.hub_process import PROJECT, HubDatabase, create_token, hub_database
+from tests.memories.mcp_hub import stdio_parameters, stdio_session
+from tests.support.hub_process import PROJECT, HubDatabase, create_token, hub_database, hub_environment
 
 pytestmark = pytest.mark.process
 
@@ -107,8 +107,7 @@ def test_a_change_made_over_stdio_is_written_with_its_history(database, environm
 
 def _fresh_data_dir(database: HubDatabase, data_dir: Path) -> dict[str, str]:
     """The environment of a process on the same database whose data folder (and kept answers) is data_dir."""
-    url = database.postgres_url or f"sqlite:///{database.sqlite_path}"
-    return hub_environment(database, DATABASE_URL=url, MEMORYHUB_DATA_DIR=str(data_dir))
+    return hub_environment(database, DATABASE_URL=database.url, MEMORYHUB_DATA_DIR=str(data_dir))
 
 
 async def _start(environment: dict[str, str], *, after_list: Any = None) -> tuple[Any, list, Any]:

@@ -1,10 +1,14 @@
-"""A real hub for the reliability tests: `make serve`'s server (gunicorn with uvicorn workers, from
-memoryhub/gunicorn.conf.py) with several worker processes on 127.0.0.1.
+"""A real hub in processes of its own, for every test that needs one (the reliability and MCP tests,
+the Python client's tests): `make serve`'s server (gunicorn with uvicorn workers, from
+memoryhub/gunicorn.conf.py) with one or more worker processes on 127.0.0.1.
 
 The test opens the listening socket itself and hands it to gunicorn (bind fd://N), so the port is
 known and connections queue in the backlog until a worker takes them: no waiting for start-up.
 Each hub gets a database of its own: an SQLite file in a temporary folder, or, when DATABASE_URL
-names PostgreSQL, a fresh database on that server, dropped afterwards.
+names PostgreSQL, a fresh database on that server, dropped afterwards; and a data folder of its own
+(the temporary folder) either way. hub_environment() is the environment of every process of such a
+hub: this one's, less its MEMORYHUB_ and HONCHO_ settings, so what a developer has exported never
+changes what a test sees.
 """
 
 import http.client
@@ -27,6 +31,7 @@ import dj_database_url
 
 PROJECT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
+SECRET_KEY = "test-hub-only-not-secret"
 
 
 @dataclass
@@ -36,6 +41,15 @@ class HubDatabase:
     env: dict[str, str]
     sqlite_path: Path | None = None
     postgres_url: str | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.env["MEMORYHUB_DATA_DIR"])
+
+    @property
+    def url(self) -> str:
+        """The database as a DATABASE_URL, for a process whose data folder is elsewhere."""
+        return self.postgres_url or f"sqlite:///{self.sqlite_path}"
 
     def rows(self, sql: str) -> list[tuple]:
         if self.sqlite_path is not None:
@@ -53,8 +67,9 @@ class HubDatabase:
 
 
 @contextmanager
-def hub_database(tmp_path: Path) -> Iterator[HubDatabase]:
-    """An empty, migrated database for one hub: PostgreSQL when DATABASE_URL says so, else SQLite."""
+def hub_database(tmp_path: Path, *, migrate: bool = True) -> Iterator[HubDatabase]:
+    """An empty database for one hub, migrated unless migrate is False: PostgreSQL when DATABASE_URL
+    says so, else SQLite; tmp_path is the hub's data folder."""
     base_url = os.environ.get("DATABASE_URL", "")
     if base_url and dj_database_url.parse(base_url)["ENGINE"].endswith("postgresql"):
         import psycopg
@@ -63,9 +78,10 @@ def hub_database(tmp_path: Path) -> Iterator[HubDatabase]:
         with psycopg.connect(base_url, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
         url = base_url.rsplit("/", 1)[0] + "/" + name
-        database = HubDatabase(env={"DATABASE_URL": url}, postgres_url=url)
+        database = HubDatabase(env={"DATABASE_URL": url, "MEMORYHUB_DATA_DIR": str(tmp_path)}, postgres_url=url)
         try:
-            _migrate(database)
+            if migrate:
+                _migrate(database)
             yield database
         finally:
             with psycopg.connect(base_url, autocommit=True) as admin:
@@ -75,31 +91,37 @@ def hub_database(tmp_path: Path) -> Iterator[HubDatabase]:
             env={"DATABASE_URL": "", "MEMORYHUB_DATA_DIR": str(tmp_path)},
             sqlite_path=tmp_path / "memoryhub.sqlite3",
         )
-        _migrate(database)
+        if migrate:
+            _migrate(database)
         yield database
 
 
-def _environment(database: HubDatabase, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
+def hub_environment(database: HubDatabase, **extra: str) -> dict[str, str]:
+    """The environment of a hub's processes: this one's without its MEMORYHUB_ and HONCHO_ settings,
+    a test key, no rate limit, the local backend, the database and data folder, then extra."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith(("HONCHO_", "MEMORYHUB_"))}
+    environment.update(
         {
-            "SECRET_KEY": "reliability-test-only-not-secret",
+            "SECRET_KEY": SECRET_KEY,
             "DEBUG": "0",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "MEMORYHUB_BACKEND": "local",
             "MEMORYHUB_RATE_LIMIT": "",
             "LOG_LEVEL": "WARNING",
+            "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         }
     )
-    env.update(database.env)
-    env.update(extra or {})
-    return env
+    environment.update(database.env)
+    environment["MEMORYHUB_CACHE_DIR"] = str(database.data_dir / "cache")
+    environment.update(extra)
+    return environment
 
 
 def _manage(database: HubDatabase, *arguments: str) -> str:
     completed = subprocess.run(
         [sys.executable, "manage.py", *arguments],
         cwd=PROJECT,
-        env=_environment(database),
+        env=hub_environment(database),
         capture_output=True,
         text=True,
         check=True,
@@ -128,6 +150,10 @@ class RunningHub:
     log_path: Path
     requests_sent: int = field(default=0)
 
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
@@ -139,8 +165,15 @@ class RunningHub:
 
 @contextmanager
 def running_hub(
-    database: HubDatabase, log_path: Path, *, workers: int = 4, env: dict[str, str] | None = None
+    database: HubDatabase,
+    log_path: Path,
+    *,
+    workers: int = 4,
+    env: dict[str, str] | None = None,
+    project: Path = PROJECT,
 ) -> Iterator[RunningHub]:
+    """The hub of project (this checkout unless another is named) serving database, its output in
+    log_path; env is added to hub_environment(database). Stopped afterwards, killed if it lingers."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -159,8 +192,8 @@ def running_hub(
                 "--timeout",
                 "60",
             ],
-            cwd=PROJECT,
-            env=_environment(database, env),
+            cwd=project,
+            env=hub_environment(database, **(env or {})),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             pass_fds=(listener.fileno(),),

@@ -14,31 +14,40 @@ import pytest
 # The client next to these tests, whatever copy of it the environment has installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from live_hub import HUB_DIR, SETUP_SCRIPT, THROTTLED_RATE, Hub, hub_environment, serve, temporary_database
+from live_hub import (
+    HUB_DIR,
+    SETUP_SCRIPT,
+    THROTTLED_RATE,
+    Hub,
+    HubDatabase,
+    hub_database,
+    hub_environment,
+    running_hub,
+)
 from memoryhub_client import MemoryHub
 
 
 @pytest.fixture(scope="session")
-def hub_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    data_dir = tmp_path_factory.mktemp("hub")
-    with temporary_database(hub_environment(data_dir)) as environment:
-        yield environment
+def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubDatabase]:
+    """The hub's database, empty: the hub fixture migrates it."""
+    with hub_database(tmp_path_factory.mktemp("hub"), migrate=False) as created:
+        yield created
 
 
 @pytest.fixture(scope="session")
-def hub(hub_database: dict[str, str], throttled_hub_url: str) -> Iterator[Hub]:
+def hub(database: HubDatabase, throttled_hub_url: str) -> Iterator[Hub]:
     """The hub every test talks to (no rate limit), with two accounts and one stored evaluation run.
 
     The servers start before the database is migrated: they need it only when the first request
     comes, and their start-up overlaps the migration.
     """
-    data_dir = Path(hub_database["MEMORYHUB_DATA_DIR"])
-    with serve(hub_database, data_dir / "gunicorn.log", workers=2) as url:
+    environment = hub_environment(database)
+    with running_hub(database, database.data_dir / "gunicorn.log", workers=2, project=HUB_DIR) as running:
         completed = subprocess.run(
             [sys.executable, "-c", SETUP_SCRIPT],
             check=False,
             cwd=HUB_DIR,
-            env=hub_database,
+            env=environment,
             capture_output=True,
             text=True,
             timeout=180,
@@ -47,25 +56,20 @@ def hub(hub_database: dict[str, str], throttled_hub_url: str) -> Iterator[Hub]:
             raise RuntimeError(f"setting up the hub failed:\n{completed.stderr}")
         tokens = json.loads(completed.stdout.strip().splitlines()[-1])
         yield Hub(
-            url=url,
+            url=running.url,
             token=tokens["agent"],
             stranger_token=tokens["stranger"],
             readme_token=tokens["readme"],
-            environment=hub_database,
+            environment=environment,
         )
 
 
 @pytest.fixture(scope="session")
-def throttled_hub_url(hub_database: dict[str, str]) -> Iterator[str]:
+def throttled_hub_url(database: HubDatabase) -> Iterator[str]:
     """A second server on the same database whose rate limit is THROTTLED_RATE per token."""
-    data_dir = Path(hub_database["MEMORYHUB_DATA_DIR"])
-    environment = {
-        **hub_database,
-        "MEMORYHUB_RATE_LIMIT": THROTTLED_RATE,
-        "MEMORYHUB_CACHE_DIR": str(data_dir / "throttled-cache"),
-    }
-    with serve(environment, data_dir / "throttled.log") as url:
-        yield url
+    limit = {"MEMORYHUB_RATE_LIMIT": THROTTLED_RATE}
+    with running_hub(database, database.data_dir / "throttled.log", workers=1, env=limit, project=HUB_DIR) as running:
+        yield running.url
 
 
 @pytest.fixture

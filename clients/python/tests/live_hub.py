@@ -1,30 +1,40 @@
-"""A real hub for the client's tests: the checkout's manage.py, migrated into a fresh database, served
-by gunicorn on a free port. Never a mock.
+"""The live hub of the client's tests: the hub's own test helper (tests/support/hub_process.py of
+this repository: `make serve`'s server on a free loopback port, over a fresh database, SQLite in a
+temporary folder or, when DATABASE_URL names PostgreSQL, a database of its own on that server,
+dropped afterwards), with the accounts these tests use. Never a mock.
 
-The database is an SQLite file in a temporary folder, or, when DATABASE_URL names PostgreSQL, a fresh
-database on that server (dropped afterwards). The listening socket is opened here and handed to
-gunicorn (bind fd://N), so the port is known at once and requests queue until a worker is up.
 MEMORYHUB_HUB_DIR names another checkout of the hub to test against.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-HUB_DIR = Path(os.environ.get("MEMORYHUB_HUB_DIR") or Path(__file__).resolve().parents[3])
-GUNICORN = Path(sys.executable).with_name("gunicorn")
-HUB_SECRET_KEY = "client-tests-only-not-secret"
+REPOSITORY = Path(__file__).resolve().parents[3]
+# These tests are collected beside the hub's own (pytest.ini's testpaths), or alone from this folder:
+# either way the hub's test helper is imported from the repository's root.
+if str(REPOSITORY) not in sys.path:
+    sys.path.insert(0, str(REPOSITORY))
+
+from tests.support.hub_process import HubDatabase, hub_database, hub_environment, running_hub  # noqa: E402
+
+HUB_DIR = Path(os.environ.get("MEMORYHUB_HUB_DIR") or REPOSITORY)
 # The throttled server's limit: a burst of requests meets 429 at once, and Retry-After is about a second.
 THROTTLED_RATE = "5/second"
+
+__all__ = [
+    "HUB_DIR",
+    "SETUP_SCRIPT",
+    "THROTTLED_RATE",
+    "Hub",
+    "HubDatabase",
+    "hub_database",
+    "hub_environment",
+    "running_hub",
+]
 
 
 @dataclass(frozen=True)
@@ -35,44 +45,6 @@ class Hub:
     # An account of its own for the README's examples, whose users are fixed names.
     readme_token: str
     environment: dict[str, str]
-
-
-def hub_environment(data_dir: Path) -> dict[str, str]:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith(("HONCHO_", "MEMORYHUB_"))}
-    environment.update(
-        {
-            "SECRET_KEY": HUB_SECRET_KEY,
-            "DEBUG": "0",
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "MEMORYHUB_BACKEND": "local",
-            "MEMORYHUB_RATE_LIMIT": "",
-            "MEMORYHUB_DATA_DIR": str(data_dir),
-            "MEMORYHUB_CACHE_DIR": str(data_dir / "cache"),
-            "LOG_LEVEL": "WARNING",
-            "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
-        }
-    )
-    return environment
-
-
-@contextmanager
-def temporary_database(environment: dict[str, str]) -> Iterator[dict[str, str]]:
-    base_url = environment.get("DATABASE_URL", "")
-    if not base_url.startswith(("postgres://", "postgresql://")):
-        environment["DATABASE_URL"] = ""
-        yield environment
-        return
-    import psycopg
-
-    name = f"memoryhub_client_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    environment["DATABASE_URL"] = base_url.rsplit("/", 1)[0] + "/" + name
-    try:
-        yield environment
-    finally:
-        with psycopg.connect(base_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # Run once in the hub's own Python: migrate, make the accounts (printing their tokens) and store one
@@ -90,45 +62,3 @@ for name in ("agent", "stranger", "readme"):
 call_command("evaluate", backend=["null"], ops=1, stdout=io.StringIO())
 print(json.dumps(tokens))
 """
-
-
-@contextmanager
-def serve(environment: dict[str, str], log_path: Path, *, workers: int = 1) -> Iterator[str]:
-    """gunicorn serving the hub on a free loopback port; yields its base URL and stops it afterwards."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(128)
-    port = listener.getsockname()[1]
-    with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(
-            [
-                str(GUNICORN),
-                "memoryhub.wsgi:application",
-                "--bind",
-                f"fd://{listener.fileno()}",
-                "--workers",
-                str(workers),
-                "--preload",
-                "--timeout",
-                "60",
-                "--no-control-socket",
-            ],
-            cwd=HUB_DIR,
-            env=environment,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            pass_fds=(listener.fileno(),),
-            start_new_session=True,
-        )
-    listener.close()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        # SIGQUIT: gunicorn's quick shutdown (these servers hold nothing a graceful stop would save). Its
-        # workers leave at once but the master lingers for seconds, so it and anything left are killed.
-        process.send_signal(signal.SIGQUIT)
-        try:
-            process.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
