@@ -217,8 +217,9 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
     @server.tool(
         name="recall",
         description="Search a user's memories for a text: best match first (the key weighs more than the value), "
-        "then newest. Finds every memory whose key or value holds the text, in any case. Returns the matching "
-        "memories, at most `limit`.",
+        "then newest. Finds every memory whose key or value holds the text, in any case, and, when the hub has "
+        "embeddings on, memories close in meaning. Returns the matching memories, at most `limit`, and `ranking`: "
+        "'hybrid' (words and meaning), or 'lexical; ...' with why meaning was not used.",
         annotations=read_only,
     )
     async def recall(
@@ -247,9 +248,9 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         def work() -> dict[str, Any]:
             check_uid(uid)
             context.check_query_text(query, field="query")
-            found = selectors.entry_find(owner=account, uid=uid, query_text=query, kind=kind or None)[:limit]
-            results = [_entry_data(entry) for entry in found]
-            return {"uid": uid, "query": query, "count": len(results), "results": results}
+            found = selectors.entry_search(owner=account, uid=uid, query_text=query, kind=kind or None)
+            results = [_entry_data(entry) for entry in found.entries[:limit]]
+            return {"uid": uid, "query": query, "count": len(results), "results": results, "ranking": found.ranking}
 
         try:
             return await in_django(work)
