@@ -81,6 +81,7 @@ def test_a_bad_request_or_configuration_exits_non_zero_with_a_clear_message(db, 
     assert EvaluationRun.objects.count() == 0
 
 
+@pytest.mark.slow
 def test_honcho_pointed_at_the_double_is_graded_through_real_sdk_round_trips(db, served_double: HonchoDouble):
     out, _ = evaluate("--json", "--ops", "2", "--backend", "local", "--backend", "honcho")
     honcho = json.loads(out)["results"][1]

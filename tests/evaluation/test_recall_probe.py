@@ -80,6 +80,7 @@ def test_the_probe_is_two_peoples_memories_and_their_answerable_test_questions()
     assert all(question.split == Split.TEST and question.answers for question in probe.questions)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("embeddings", ["local", "off"])
 def test_local_recall_is_what_the_hubs_search_finds_on_the_same_probe(owner, settings, embeddings):
     settings.MEMORYHUB_EMBEDDINGS = embeddings
@@ -87,6 +88,7 @@ def test_local_recall_is_what_the_hubs_search_finds_on_the_same_probe(owner, set
     assert local.recall_at_5 == probe_recall(owner, recall_probe())
 
 
+@pytest.mark.slow
 def test_local_recall_is_a_real_figure_where_the_references_scan_finds_nothing(owner, settings):
     settings.MEMORYHUB_EMBEDDINGS = "local"
     (hybrid,) = evaluation_run(backend_names=["local"], ops=1).scores
@@ -98,6 +100,7 @@ def test_local_recall_is_a_real_figure_where_the_references_scan_finds_nothing(o
     assert hybrid.recall_at_5 > words.recall_at_5 > substring
 
 
+@pytest.mark.slow
 def test_local_recall_rises_when_the_questions_hold_the_answers_words(owner, monkeypatch):
     asked_by_key = keys_as_questions(recall_probe())
     monkeypatch.setattr("evaluation.services.recall_probe", lambda: asked_by_key)
@@ -147,6 +150,7 @@ def test_an_unavailable_backend_gets_no_figure_shown_as_a_dash(db, settings):
     assert BackendResult.objects.get().recall_at_5 is None
 
 
+@pytest.mark.slow
 def test_the_rubric_points_are_the_references_whatever_the_recall(db, monkeypatch):
     asked_by_key = keys_as_questions(recall_probe())
     monkeypatch.setattr("evaluation.services.recall_probe", lambda: asked_by_key)
