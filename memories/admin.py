@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 
 from memories import outbox, selectors, services
 from memories.accounts import request_account
-from memories.guard import guard_reasons
+from memories.guard import guard_reasons, guard_reveal
 from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
@@ -193,9 +193,14 @@ class HeldWriteAdmin(admin.ModelAdmin):
     ordering = ["status", "requested_at"]
     actions = ["approve", "reject"]
     readonly_fields = [
-        "owner", "uid", "key", "value", "kind", "meta", "guard_flags", "reasons", "requested_by", "requested_at",
+        "owner", "uid", "key", "value", "revealed_value", "kind", "meta", "guard_flags", "reasons", "requested_by",
+        "requested_at",
         "status", "decided_by", "decided_at", "entry_version",
     ]  # fmt: skip
+
+    @admin.display(description="Value, hidden characters written out")
+    def revealed_value(self, held: HeldWrite) -> str:
+        return guard_reveal(held.value)
 
     @admin.display(description="Why")
     def reasons(self, held: HeldWrite) -> str:

@@ -401,3 +401,16 @@ def guard_scan_entry(*, key: str, value: str) -> tuple[str, ...]:
 def guard_reasons(names: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
     """(name, reason) of each named rule, for pages that explain a flag; a name no rule has any more keeps no reason."""
     return [(name, RULES_BY_NAME[name].reason if name in RULES_BY_NAME else "") for name in names]
+
+
+def guard_reveal(text: str) -> str:
+    """text with every character an invisible rule looks for written out as ⟦U+XXXX⟧, so a reviewer reads
+    what a model would (an override no longer reverses what follows it on the page)."""
+    if text.isascii():
+        return text
+    return _INVISIBLE_CHARACTERS.sub(lambda match: f"⟦U+{ord(match.group()):04X}⟧", text)
+
+
+def guard_hides_characters(names: list[str]) -> bool:
+    """Whether any of these rules is an invisible-character rule (its text reads differently than it shows)."""
+    return any(name in RULES_BY_NAME and RULES_BY_NAME[name].kind == INVISIBLE for name in names)

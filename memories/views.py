@@ -33,7 +33,7 @@ from rest_framework.authtoken.models import Token
 from memories import accounts, diff, search, selectors, services
 from memories.backends import hub_status
 from memories.forms import EntryChangeForm, EntryCreateForm, format_meta, same_lines
-from memories.guard import guard_reasons
+from memories.guard import guard_hides_characters, guard_reasons
 from memories.models import HeldWrite, MemoryEntry, MemoryEvent
 from memories.validation import InvalidField
 
@@ -296,6 +296,7 @@ def entry_detail(request: HttpRequest) -> HttpResponse:
         "entry": entry,
         "meta_json": format_meta(entry.meta) if entry is not None else "",
         "guard_reasons": guard_reasons(entry.guard_flag_names) if entry is not None else [],
+        "reveal_value": entry is not None and guard_hides_characters(entry.guard_flag_names),
         "history": _history_rows(events),
         "history_limit": HISTORY_LIMIT,
         "held_writes": held,

@@ -1,7 +1,8 @@
-"""Template helpers for the dashboard's links, whose uid and key travel as query parameters."""
+"""Template helpers for the dashboard: links (uid and key travel as query parameters), hidden characters shown."""
 
 from django import template
 
+from memories.guard import guard_reveal
 from memories.views import page_url
 
 register = template.Library()
@@ -22,3 +23,9 @@ def with_query(context: template.Context, **changes: str) -> str:
         if value not in (None, ""):
             query[name] = str(value)
     return f"?{query.urlencode()}" if query else "?"
+
+
+@register.filter
+def reveal_hidden(text: str) -> str:
+    """The text with its invisible and bidirectional characters written out (memories.guard.guard_reveal)."""
+    return guard_reveal(text)

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from memories.guard import GUARD_RULES, RULES_BY_NAME, guard_reasons, guard_scan, guard_scan_entry
+from memories.guard import GUARD_RULES, RULES_BY_NAME, guard_reasons, guard_reveal, guard_scan, guard_scan_entry
 
 # Per rule: texts it must flag, and near misses (ordinary texts with the same words) it must not.
 CASES: dict[str, tuple[list[str], list[str]]] = {
@@ -173,3 +173,8 @@ def test_a_long_value_of_near_misses_is_let_through() -> None:
     # The gaps between words are bounded, so 64 KB of near misses is one pass, not a backtracking storm.
     text = ("send " + "x" * 70 + " history to " * 5 + "\n") * 600
     assert guard_scan(text[:65536]) == ()
+
+
+def test_reveal_writes_out_what_an_override_would_hide() -> None:
+    assert guard_reveal("admin\u202egnp.exe") == "admin⟦U+202E⟧gnp.exe"
+    assert guard_reveal("plain text") == "plain text"

@@ -97,8 +97,13 @@ def test_staff_approve_in_the_dashboard_and_the_history_says_who(owner, owner_ap
     _policy(owner, GuardMode.HOLD)
     held_id = owner_api.post(f"{BASE}/alice/memories/", {"key": "note", "value": INJECTION}, format="json").json()["id"]
 
-    queue = staff_client.get("/held/")
-    assert INJECTION in queue.content.decode()
+    file_id = owner_api.put(f"{BASE}/alice/memories/file", {"value": "invoice\u202efdp.exe"}, format="json").json()[
+        "id"
+    ]
+    queue = staff_client.get("/held/").content.decode()
+    assert INJECTION in queue
+    # The reviewer reads the override written out, not the reversed text it would show.
+    assert "invoice⟦U+202E⟧fdp.exe" in queue
     assert owner_client.post(f"/held/decide/?id={held_id}", {"decision": "approve"}).status_code == 403
 
     staff_client.post(f"/held/decide/?id={held_id}", {"decision": "approve"})
@@ -114,6 +119,7 @@ def test_staff_approve_in_the_dashboard_and_the_history_says_who(owner, owner_ap
         "owner",
         1,
     )
+    staff_client.post(f"/held/decide/?id={file_id}", {"decision": "reject"})
     assert "Nothing is waiting for review." in staff_client.get("/held/").content.decode()
     page = owner_client.get("/memory/?uid=alice&key=note").content.decode()
     assert "Writes held by the guard" in page and "approved</strong> by staffer" in page
@@ -125,7 +131,9 @@ def test_staff_approve_in_the_dashboard_and_the_history_says_who(owner, owner_ap
 @pytest.mark.django_db
 def test_staff_reject_in_the_admin_and_nothing_is_stored(owner, owner_api, staff, client):
     _policy(owner, GuardMode.HOLD)
-    held_id = owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION}, format="json").json()["id"]
+    held_id = owner_api.put(
+        f"{BASE}/alice/memories/note", {"value": INJECTION + " \u202egnp.exe"}, format="json"
+    ).json()["id"]
     client.force_login(staff)
 
     client.post("/admin/memories/heldwrite/", {"action": "reject", "_selected_action": [held_id]})
@@ -135,7 +143,7 @@ def test_staff_reject_in_the_admin_and_nothing_is_stored(owner, owner_api, staff
     assert held.decided_at is not None
     assert not MemoryEntry.objects.filter(key="note").exists()
     page = client.get(f"/admin/memories/heldwrite/{held_id}/change/").content.decode()
-    assert "rejected" in page and "ignore-instructions" in page
+    assert "rejected" in page and "ignore-instructions" in page and "⟦U+202E⟧gnp.exe" in page
 
 
 @pytest.mark.django_db
