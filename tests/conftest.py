@@ -5,6 +5,11 @@ anonymous: no credentials at all. Each API client is authenticated with the acco
 """
 
 import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import User
@@ -111,12 +116,42 @@ def local_embedding_model() -> LocalProvider:
     return provider
 
 
-@pytest.fixture
-def redis_url() -> str:
-    """A real Redis server's URL: .ci/run starts one and names it in MEMORYHUB_TEST_REDIS_URL."""
+REDIS_START_SECONDS = 10
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Redis server's URL: the one MEMORYHUB_TEST_REDIS_URL names (.ci/run starts one), else a
+    redis-server of this machine's started on a free loopback port for the session."""
     url = os.environ.get("MEMORYHUB_TEST_REDIS_URL", "")
-    if not url:
+    if url:
+        yield url
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
         if os.environ.get("CI"):
-            pytest.fail("MEMORYHUB_TEST_REDIS_URL is not set: CI runs the Redis tests against a real server")
-        pytest.skip("MEMORYHUB_TEST_REDIS_URL names no Redis server (.ci/run starts one)")
-    return url
+            pytest.fail("no Redis server: CI runs the Redis tests against a real one (.ci/run starts it)")
+        pytest.skip("no redis-server on this machine and MEMORYHUB_TEST_REDIS_URL unset (.ci/run provides one)")
+    with socket.socket() as placeholder:
+        placeholder.bind(("127.0.0.1", 0))
+        port = placeholder.getsockname()[1]
+    folder = tmp_path_factory.mktemp("redis")
+    command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+    server = subprocess.Popen([*command, "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + REDIS_START_SECONDS
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as probe:
+                    probe.sendall(b"PING\r\n")
+                    if probe.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                pytest.fail(f"redis-server did not answer on 127.0.0.1:{port}")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
