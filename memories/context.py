@@ -43,7 +43,7 @@ CONTEXT_SCAN_CHUNK = 64
 CONTEXT_FETCH_SIZE = 16
 # Once a memory does not fit, shorter ones are looked for among this many memories that follow the
 # last one taken (so a user whose older memories are all too long costs a bounded read).
-CONTEXT_FILL_WINDOW = 256
+CONTEXT_FILL_WINDOW = 64
 ITEM_PREFIX = "- "
 CONTINUATION_INDENT = "  "
 # The characters an item adds around its key, kind and value: "- ", " (", "): " and the newline.

@@ -120,6 +120,8 @@ _CONTEXT_LENGTH = 'length("key") + length(kind) + length(value)'
 _CONTEXT_COLUMNS = '"key", kind, value, version, updated, id'
 _CONTEXT_ORDER = "ORDER BY updated DESC, id DESC"
 CONTEXT_AFTER_SQL = "AND (updated < %s OR (updated = %s AND id < %s)) "
+# Whether the account's policy lets flagged entries in (no row: the policy's default, False).
+CONTEXT_POLICY_SQL = f"SELECT context_includes_flagged FROM {AccountPolicy._meta.db_table} WHERE account_id = %s"
 # Added to each read of the block unless the account's policy lets flagged entries in (memories.guard).
 CONTEXT_UNFLAGGED_SQL = " AND guard_flags = ''"
 # The newest memories short enough for the room, after a row already read.
@@ -262,8 +264,11 @@ def context_block(
     two to four more with it (the search's, and one for the columns of what it found), and one for
     the account's policy: entries the write guard flagged are left out unless it includes them.
     """
-    flagged = "" if account_policy(account=owner).context_includes_flagged else CONTEXT_UNFLAGGED_SQL
     with connection.cursor() as cursor:
+        # the account's policy (read as account_policy would, without making a model of it)
+        cursor.execute(CONTEXT_POLICY_SQL, [owner.pk])
+        policy = cursor.fetchone()
+        flagged = "" if policy is not None and policy[0] else CONTEXT_UNFLAGGED_SQL
         # how many memories the user has and when the newest changed (the header and the ETag)
         cursor.execute(CONTEXT_TOTALS_SQL.format(flagged=flagged), [owner.pk, uid])
         total, last_updated = cursor.fetchone()
