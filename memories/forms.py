@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from django import forms
 
-from memories.models import DEFAULT_KIND
+from memories.models import DEFAULT_KIND, Privacy
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 Checked = TypeVar("Checked")
@@ -49,7 +49,7 @@ def format_meta(meta: dict) -> str:
 
 
 class EntryChangeForm(forms.Form):
-    """Change an entry's value, kind and meta; version guards against overwriting someone else's change."""
+    """Change an entry's value, kind, meta and privacy; version guards against overwriting someone else's change."""
 
     value = forms.CharField(
         required=False,
@@ -70,6 +70,15 @@ class EntryChangeForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
         help_text="A JSON object; leave {} when there is nothing to add.",
     )
+    privacy = forms.ChoiceField(
+        choices=[
+            (Privacy.SHARED.value, "shared: may be synced to Honcho and embedded by a remote provider"),
+            (Privacy.LOCAL.value, "local: never leaves this hub"),
+        ],
+        required=False,  # left out: a new memory takes the account's default, an existing one keeps its own
+        widget=forms.RadioSelect,
+        help_text="A local memory is never synced nor sent to a remote embeddings endpoint; it is found by its words.",
+    )
     version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     def clean_value(self) -> str:
@@ -86,7 +95,7 @@ class EntryChangeForm(forms.Form):
 class EntryCreateForm(EntryChangeForm):
     """Store a new memory about a user."""
 
-    field_order = ["uid", "key", "value", "kind", "meta"]
+    field_order = ["uid", "key", "value", "kind", "meta", "privacy"]
 
     # Empty uid and key get the checks' messages (which name the limits), not Django's "required".
     # uid and key are kept exactly as typed, as the API keeps them: "alice " and "alice" are two users.

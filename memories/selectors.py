@@ -48,6 +48,11 @@ def held_write_get(*, owner: User, held_id: int) -> HeldWrite | None:
     return held_write_list(owner=owner).filter(pk=held_id).first()
 
 
+def user_history_count(*, owner: User, uid: str) -> int:
+    """How many history events the account holds about uid (erasure records aside): what an erasure removes."""
+    return MemoryEvent.objects.filter(owner=owner, uid=uid).exclude(action=MemoryEvent.Action.ERASE).count()
+
+
 def entry_get(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
     """The entry (uid, key) of this account, or None."""
     # (owner, uid, key) is unique: no ORDER BY (first() would add one), just the one row.

@@ -15,6 +15,7 @@ from django.utils.module_loading import import_string
 
 from memories import selectors, services
 from memories.backends import hub_status
+from memories.models import Privacy
 from memories.validation import InvalidField, check_key, check_uid
 
 # The actions, from settings.MEMORYHUB_TOOL_ACTIONS (each name with the dotted path of its handler),
@@ -36,6 +37,12 @@ TOOL_SCHEMA: dict[str, Any] = {
             "value": {"type": "string"},
             "query": {"type": "string"},
             "meta": {"type": "object"},
+            "privacy": {
+                "type": "string",
+                "enum": list(Privacy.values),
+                "description": "store only: local keeps the memory on this hub (never synced or sent to a remote "
+                "embeddings endpoint); shared (or the account's default when left out) may be.",
+            },
         },
         "required": ["action"],
     },
@@ -67,8 +74,9 @@ def action_store(account: User, uid: str, args: dict[str, Any]) -> Reply:
         return {"ok": False, "key": key, "error": "meta: must be a JSON object."}
     # The agent-side tool sets an entry's kind from meta["type"]; without one, the kind is kept.
     kind = meta.get("type") if meta else None
+    privacy = args.get("privacy")
     try:
-        services.entry_put(owner=account, uid=uid, key=key, value=value, kind=kind, meta=meta)
+        services.entry_put(owner=account, uid=uid, key=key, value=value, kind=kind, meta=meta, privacy=privacy)
     except InvalidField as error:
         return {"ok": False, "key": key, "error": str(error)}
     except services.WriteHeld as held:

@@ -338,6 +338,7 @@ def entry_create(request: HttpRequest) -> HttpResponse:
                         value=data["value"],
                         kind=data["kind"],
                         meta=data["meta"],
+                        privacy=data["privacy"] or None,
                         actor=accounts.request_account(request),
                     )
                 except InvalidField as error:
@@ -348,7 +349,12 @@ def entry_create(request: HttpRequest) -> HttpResponse:
                     messages.success(request, f"Stored {data['key']} for {data['uid']}.")
                     return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=data["uid"], key=data["key"]))
     else:
-        form = EntryCreateForm(initial={"uid": request.GET.get("uid", "")})
+        form = EntryCreateForm(
+            initial={
+                "uid": request.GET.get("uid", ""),
+                "privacy": selectors.account_policy(account=scope.owner).default_privacy,
+            }
+        )
     return render(request, "memories/entry_form.html", {"scope": scope, "form": form, "creating": True})
 
 
@@ -376,6 +382,7 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
                     value=value,
                     kind=data["kind"],
                     meta=data["meta"],
+                    privacy=data["privacy"] or None,
                     actor=accounts.request_account(request),
                     expected_version=data["version"],
                 )
@@ -398,6 +405,7 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
                 "value": entry.value,
                 "kind": entry.kind,
                 "meta": format_meta(entry.meta),
+                "privacy": entry.privacy,
                 "version": entry.version,
             }
         )
@@ -528,7 +536,19 @@ def user_forget(request: HttpRequest) -> HttpResponse:
     uid = _required(request, "uid")
     scope = _scope(request)
     if request.method == "POST":
-        deleted = services.user_forget(owner=scope.owner, uid=uid, actor=accounts.request_account(request))
+        actor = accounts.request_account(request)
+        if request.POST.get("erase") == "1":
+            erasure = services.user_erase(owner=scope.owner, uid=uid, actor=actor)
+            if erasure is None:
+                raise Http404("Nothing is known about that user.")
+            messages.success(
+                request,
+                f"Erased {uid}: {erasure.entries} memor{'y' if erasure.entries == 1 else 'ies'} and "
+                f"{erasure.events} history event{'' if erasure.events == 1 else 's'} removed, Honcho's copies "
+                "queued for deletion. The history records the erasure.",
+            )
+            return HttpResponseRedirect(page_url("dashboard:users", scope))
+        deleted = services.user_forget(owner=scope.owner, uid=uid, actor=actor)
         if not deleted:
             raise Http404("No memories about that user.")
         messages.success(
@@ -536,9 +556,11 @@ def user_forget(request: HttpRequest) -> HttpResponse:
         )
         return HttpResponseRedirect(page_url("dashboard:users", scope))
     entries = selectors.entry_list(owner=scope.owner, uid=uid).count()
-    if not entries:
-        raise Http404("No memories about that user.")
-    return render(request, "memories/user_forget.html", {"scope": scope, "uid": uid, "entries": entries})
+    history = selectors.user_history_count(owner=scope.owner, uid=uid)
+    if not entries and not history:
+        raise Http404("Nothing is known about that user.")
+    context = {"scope": scope, "uid": uid, "entries": entries, "history": history}
+    return render(request, "memories/user_forget.html", context)
 
 
 @login_required

@@ -338,6 +338,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name for the privacy classes, wherever they appear (entries, writes, history, the tool).
+    "ENUM_NAME_OVERRIDES": {"PrivacyEnum": "memories.models.Privacy"},
     # Every operation lists the error answers it can give (400, 401, 403, 404, 413, 415, 429).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -13,7 +13,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import KEY_MAX_LENGTH, HeldWrite, MemoryEntry, MemoryEvent
+from memories.models import KEY_MAX_LENGTH, HeldWrite, MemoryEntry, MemoryEvent, Privacy
 from memories.services import (
     BATCH_MAX_OPERATIONS,
     BATCH_MIN_EXPECTED_VERSION,
@@ -92,6 +92,12 @@ class EntryListSerializer(serializers.ListSerializer):
         return [{name: read(entry) for name, read in readers} for entry in entries]
 
 
+PRIVACY_HELP = (
+    "shared: may be mirrored to Honcho and embedded by a remote provider; local: never leaves this hub "
+    "(not synced, never sent to a remote embeddings endpoint; found by its words, or by the local model)."
+)
+
+
 class EntrySerializer(serializers.ModelSerializer):
     guard_flags = serializers.ListField(
         child=serializers.CharField(),
@@ -103,9 +109,10 @@ class EntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MemoryEntry
-        fields = ["uid", "key", "value", "kind", "meta", "version", "created", "updated", "guard_flags"]
+        fields = ["uid", "key", "value", "kind", "meta", "privacy", "version", "created", "updated", "guard_flags"]
         read_only_fields = fields
         list_serializer_class = EntryListSerializer
+        extra_kwargs = {"privacy": {"help_text": PRIVACY_HELP}}
 
 
 @functools.cache
@@ -177,6 +184,11 @@ class EntryWriteSerializer(serializers.Serializer):
         help_text="Defaults to 'preference' on creation; kept on update when left out.",
     )
     meta = serializers.JSONField(required=False, help_text="A JSON object; kept on update when left out.")
+    privacy = serializers.ChoiceField(
+        choices=Privacy.choices,
+        required=False,
+        help_text=f"{PRIVACY_HELP} The account's default_privacy on creation; kept on update when left out.",
+    )
 
     def validate_value(self, value: str) -> str:
         return _run_check(check_value, value)
@@ -211,6 +223,9 @@ class EventSerializer(serializers.ModelSerializer):
             "kind_after",
             "meta_before",
             "meta_after",
+            "privacy_before",
+            "privacy_after",
+            "entries_erased",
             "actor",
             "at",
         ]
@@ -225,7 +240,13 @@ class UserSummarySerializer(serializers.Serializer):
 
 class ForgetSerializer(serializers.Serializer):
     uid = serializers.CharField()
-    deleted = serializers.IntegerField(help_text="How many entries were deleted; their history stays.")
+    deleted = serializers.IntegerField(
+        help_text="How many entries were deleted; their history stays, unless erase=1 erased it too."
+    )
+    erased = serializers.BooleanField(help_text="Whether the user was erased (erase=1): history and Honcho too.")
+    history_erased = serializers.IntegerField(
+        required=False, help_text="With erase=1: how many history events went (one erase event stays)."
+    )
 
 
 class CountsSerializer(serializers.Serializer):

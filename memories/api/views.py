@@ -48,7 +48,7 @@ from memories.api.serializers import (
     entry_data,
 )
 from memories.backends import hub_status
-from memories.models import HeldWrite, MemoryEntry
+from memories.models import HeldWrite, MemoryEntry, Privacy
 from memories.search import RankedMatches
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
@@ -61,6 +61,7 @@ KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description=
 # tool endpoint or POST with the key in the body.
 SEGMENT = r"[^/]+"
 BATCH_KEY = "batch"
+ERASE_FLAGS = ("0", "1")
 # Which ranking answered a search: "hybrid", or "lexical; semantic off" / "lexical; semantic unavailable: why".
 RANKING_HEADER = "X-MemoryHub-Ranking"
 
@@ -150,15 +151,32 @@ class UserViewSet(HubViewSet):
         return _paginate(self, request, users, UserSummarySerializer)
 
     @extend_schema(
-        summary="Forget a user: delete every entry, keep the history",
-        parameters=[UID_PARAMETER],
+        summary="Forget a user: delete every entry, keep the history (erase=1: erase the history too)",
+        description="With erase=1, for a request to be forgotten: the user's entries, their whole history and "
+        "their Honcho sessions go, and one history event stays saying who erased how many entries, and when, "
+        "without any value. 404 when the user has no entries (nor, with erase=1, any history).",
+        parameters=[
+            UID_PARAMETER,
+            OpenApiParameter(
+                "erase", str, enum=[*ERASE_FLAGS], description="1: erase the history and Honcho sessions too."
+            ),
+        ],
         responses=ForgetSerializer,
     )
     def destroy(self, request: Request, uid: str) -> Response:
-        deleted = services.user_forget(owner=request_account(request), uid=uid, actor=request_account(request))
+        account = request_account(request)
+        erase = request.query_params.get("erase", "0")
+        if erase not in ERASE_FLAGS:
+            raise serializers.ValidationError({"erase": [f"must be one of {', '.join(ERASE_FLAGS)}."]})
+        if erase == "1":
+            erasure = services.user_erase(owner=account, uid=uid, actor=account)
+            if erasure is None:
+                raise Http404
+            return Response({"uid": uid, "deleted": erasure.entries, "erased": True, "history_erased": erasure.events})
+        deleted = services.user_forget(owner=account, uid=uid, actor=account)
         if not deleted:
             raise Http404
-        return Response({"uid": uid, "deleted": deleted})
+        return Response({"uid": uid, "deleted": deleted, "erased": False})
 
     @extend_schema(
         summary="The context block: a user's memories as prompt-ready text within a budget",
@@ -467,7 +485,8 @@ class ToolViewSet(HubViewSet):
 
     @extend_schema(
         summary="Run one memory_backend tool call",
-        description="Takes the tool's arguments (action, uid, key, value, query, meta) and replies as the tool does.",
+        description="Takes the tool's arguments (action, uid, key, value, query, meta, privacy) and replies as the "
+        "tool does.",
         request=inline_serializer(
             "ToolCall",
             fields={
@@ -477,6 +496,7 @@ class ToolViewSet(HubViewSet):
                 "value": serializers.CharField(required=False),
                 "query": serializers.CharField(required=False),
                 "meta": serializers.DictField(required=False),
+                "privacy": serializers.ChoiceField(choices=Privacy.choices, required=False),
             },
         ),
         responses={200: OpenApiTypes.OBJECT},

@@ -11,7 +11,7 @@ Streamable HTTP finds the token's account in the request scope (memories.mcp.htt
 """
 
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, Protocol, TypeVar, cast
+from typing import Annotated, Any, Literal, Protocol, TypeVar, cast
 
 import anyio
 from asgiref.sync import sync_to_async
@@ -174,6 +174,14 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
             int | None,
             Field(ge=1, description="Store only if the memory is at this version (from get); else an error."),
         ] = None,
+        privacy: Annotated[
+            Literal["local", "shared"] | None,
+            Field(
+                description="'local' for what must never leave this hub (health, money, secrets the user shared): "
+                "it is never synced elsewhere nor sent to a remote embedding service. 'shared' may be. Left "
+                "out: the account's default for a new memory; an existing memory keeps its own."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         account = account_for(ctx)
 
@@ -186,6 +194,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                     value=value,
                     kind=kind,
                     meta=meta,
+                    privacy=privacy,
                     actor=account,
                     expected_version=expected_version,
                 )

@@ -157,7 +157,7 @@ def test_forget_deletes_every_entry_of_the_user(owner, owner_api):
     response = owner_api.delete(f"{BASE}/alice")
 
     assert response.status_code == 200
-    assert response.json() == {"uid": "alice", "deleted": 2}
+    assert response.json() == {"uid": "alice", "deleted": 2, "erased": False}
     assert owner_api.get(f"{BASE}/alice/memories/").json()["count"] == 0
     assert owner_api.get(f"{BASE}/alice/memories/a/history").json()["count"] == 2
     assert owner_api.delete(f"{BASE}/alice").status_code == 404

@@ -206,12 +206,12 @@ def test_saving_an_untouched_multi_line_value_changes_nothing(owner_client, owne
 
 
 def test_the_confirmation_and_create_pages_render_in_few_queries(owner_client, language, django_assert_num_queries):
-    # session, account
-    with django_assert_num_queries(2):
+    # session, account, the account's policy (its default privacy, preselected)
+    with django_assert_num_queries(3):
         assert owner_client.get("/memory/new/?uid=alice").status_code == 200
     # session, account, the entry
     with django_assert_num_queries(3):
         assert owner_client.get("/memory/delete/?uid=alice&key=language").status_code == 200
-    # session, account, the count of the user's entries
-    with django_assert_num_queries(3):
+    # session, account, the count of the user's entries, the count of their history (what erasing removes)
+    with django_assert_num_queries(4):
         assert owner_client.get("/user/forget/?uid=alice").status_code == 200

@@ -284,3 +284,26 @@ def test_the_rest_of_the_hub_is_still_django(hub):
         assert response.getheader("Content-Type").startswith("application/json")
     finally:
         connection.close()
+
+
+def test_remember_takes_a_privacy_class_and_refuses_an_unknown_one(hub):
+    running, tokens = hub
+
+    async def scenario() -> tuple:
+        async with http_session(running.url, _bearer(tokens["owner"])) as session:
+            schema = {tool.name: tool for tool in (await session.list_tools()).tools}["remember"].input_schema
+            stored = await session.call_tool(
+                "remember", {"uid": "privacy", "key": "diagnosis", "value": "asthma", "privacy": "local"}
+            )
+            refused = await session.call_tool(
+                "remember", {"uid": "privacy", "key": "editor", "value": "vim", "privacy": "public"}
+            )
+            return schema, stored.structured_content, refused
+
+    schema, stored, refused = anyio.run(scenario)
+
+    assert "never leave" in schema["properties"]["privacy"]["description"]
+    assert stored["privacy"] == "local"
+    assert refused.isError and "`privacy`" in refused.content[0].text
+    status, _, rest_entry = call(running.port, "GET", "/api/v1/users/privacy/memories/diagnosis", tokens["owner"])
+    assert (status, rest_entry["privacy"]) == (200, "local")

@@ -162,7 +162,8 @@ def test_the_schema_is_the_tools_function_calling_schema(owner_api):
         "info",
         "evaluate",
     ]
-    assert set(schema["parameters"]["properties"]) == {"action", "uid", "key", "value", "query", "meta"}
+    # the reference tool's arguments, and the hub's optional privacy for store
+    assert set(schema["parameters"]["properties"]) == {"action", "uid", "key", "value", "query", "meta", "privacy"}
 
 
 @pytest.mark.parametrize("key", [1, ["language"], {"k": "language"}, True])

@@ -215,6 +215,34 @@ def test_users_are_listed_and_forgotten(client: MemoryHub, uid: str) -> None:
     assert uid not in {summary.uid for summary in client.users(search=uid)}
 
 
+def test_privacy_is_written_read_and_changed(client: MemoryHub, uid: str) -> None:
+    stored = client.put(uid, "diagnosis", "asthma", privacy="local")
+    assert stored.privacy == "local"
+    assert client.get(uid, "diagnosis").privacy == "local"
+    assert client.put(uid, "editor", "vim").privacy == "shared"
+    assert client.update(uid, "diagnosis", privacy="shared").privacy == "shared"
+    outcomes = client.batch(uid, [BatchOperation.put("tz", "CET", privacy="local")])
+    assert outcomes[0].entry is not None and outcomes[0].entry.privacy == "local"
+    history = list(client.history(uid, "diagnosis"))
+    assert (history[0].privacy_before, history[0].privacy_after) == ("local", "shared")
+    with pytest.raises(BadRequest) as refused:
+        client.put(uid, "x", "y", privacy="public")
+    assert "privacy" in refused.value.errors
+
+
+def test_a_user_is_erased_with_its_history(client: MemoryHub, uid: str) -> None:
+    client.put(uid, "one", "1")
+    client.put(uid, "one", "2")
+    client.delete(uid, "one")
+    client.put(uid, "two", "2")
+
+    assert client.forget(uid, erase=True) == 1
+    with pytest.raises(NotFound):
+        list(client.history(uid, "one"))
+    with pytest.raises(NotFound):
+        client.forget(uid, erase=True)
+
+
 def test_info_sync_status_and_evaluations_describe_the_hub(client: MemoryHub, uid: str) -> None:
     client.put(uid, "counted", "yes")
     info = client.info()

@@ -63,12 +63,15 @@ def entry_put(
     meta: dict[str, Any] | None,
     if_match: Version | None,
     create_only: bool,
+    privacy: str | None = None,
 ) -> Call[Entry]:
     body: dict[str, Any] = {"value": value}
     if kind is not None:
         body["kind"] = kind
     if meta is not None:
         body["meta"] = meta
+    if privacy is not None:
+        body["privacy"] = privacy
     if if_match is not None and create_only:
         raise ValueError("if_match and create_only exclude each other: one asks for a version, the other for none.")
     if "/" in key:
@@ -96,8 +99,10 @@ def entry_update(
     kind: str | None,
     meta: dict[str, Any] | None,
     if_match: Version | None,
+    privacy: str | None = None,
 ) -> Call[Entry]:
-    body = {name: given for name, given in (("value", value), ("kind", kind), ("meta", meta)) if given is not None}
+    fields = (("value", value), ("kind", kind), ("meta", meta), ("privacy", privacy))
+    body = {name: given for name, given in fields if given is not None}
     headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
     # Setting fields to given values twice leaves the entry as once: safe to retry.
     return Call("PATCH", _memory(uid, key), _entry, body=body, headers=headers)
@@ -151,11 +156,12 @@ def user_list(*, search: str | None, page: int, page_size: int | None) -> Call[P
     return Call("GET", "/users/", parse, params={"search": search or None, "page": page, "page_size": page_size})
 
 
-def user_forget(uid: str) -> Call[int]:
+def user_forget(uid: str, *, erase: bool = False) -> Call[int]:
     def parse(response: httpx.Response) -> int:
         return int(response.json()["deleted"])
 
-    return Call("DELETE", f"/users/{segment(uid, name='uid')}", parse)
+    params = {"erase": "1"} if erase else None
+    return Call("DELETE", f"/users/{segment(uid, name='uid')}", parse, params=params)
 
 
 def info() -> Call[Info]:

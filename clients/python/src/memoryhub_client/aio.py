@@ -117,14 +117,18 @@ class AsyncMemoryHub:
         meta: dict[str, Any] | None = None,
         if_match: Version | None = None,
         create_only: bool = False,
+        privacy: str | None = None,
     ) -> Entry:
-        """Store a memory (create or replace its value). kind and meta left out keep the entry's.
+        """Store a memory (create or replace its value). kind, meta and privacy left out keep the entry's
+        (a new one takes the account's default privacy; "local" never leaves the hub).
 
         if_match (a version, an ETag or an Entry) writes only while the memory is at that version;
         create_only writes only when there is no such memory; either raises PreconditionFailed otherwise.
         """
         return await self._send(
-            _calls.entry_put(uid, key, value, kind=kind, meta=meta, if_match=if_match, create_only=create_only)
+            _calls.entry_put(
+                uid, key, value, kind=kind, meta=meta, if_match=if_match, create_only=create_only, privacy=privacy
+            )
         )
 
     async def get(self, uid: str, key: str) -> Entry:
@@ -140,9 +144,12 @@ class AsyncMemoryHub:
         kind: str | None = None,
         meta: dict[str, Any] | None = None,
         if_match: Version | None = None,
+        privacy: str | None = None,
     ) -> Entry:
         """Change some fields of an existing memory (PATCH); NotFound when there is none."""
-        return await self._send(_calls.entry_update(uid, key, value=value, kind=kind, meta=meta, if_match=if_match))
+        return await self._send(
+            _calls.entry_update(uid, key, value=value, kind=kind, meta=meta, if_match=if_match, privacy=privacy)
+        )
 
     async def delete(self, uid: str, key: str, *, if_match: Version | None = None) -> None:
         """Delete a memory (its history stays); NotFound when there is none."""
@@ -191,9 +198,13 @@ class AsyncMemoryHub:
         """The uids this account holds memories about, with their counts."""
         return await self._page(lambda number: _calls.user_list(search=search, page=number, page_size=page_size), 1)
 
-    async def forget(self, uid: str) -> int:
-        """Delete every memory about a user (the history stays); returns how many; NotFound when none."""
-        return await self._send(_calls.user_forget(uid))
+    async def forget(self, uid: str, *, erase: bool = False) -> int:
+        """Delete every memory about a user (the history stays); returns how many; NotFound when none.
+
+        erase=True, for a request to be forgotten: the history and Honcho's copies go too (one record
+        of the erasure stays); NotFound when the hub knows nothing of the user.
+        """
+        return await self._send(_calls.user_forget(uid, erase=erase))
 
     # The hub
 

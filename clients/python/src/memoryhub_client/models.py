@@ -49,6 +49,8 @@ class Entry:
     version: int
     created: datetime
     updated: datetime
+    # "local": never leaves the hub (not synced, never sent to a remote embeddings endpoint); "shared".
+    privacy: str = "shared"
     # On search results (?q=), when the hub reports them: the ranking's score (higher is better,
     # comparable within one query) and the query's terms the entry holds.
     score: float | None = None
@@ -71,6 +73,7 @@ class Entry:
             version=int(data["version"]),
             created=_required_time(data["created"]),
             updated=_required_time(data["updated"]),
+            privacy=data.get("privacy", "shared"),
             score=float(score) if isinstance(score, int | float) else None,
             matched_terms=tuple(data.get("matched_terms") or ()),
             etag=etag or "",
@@ -91,6 +94,8 @@ class Event:
     meta_after: dict[str, Any] | None
     actor: str | None
     at: datetime
+    privacy_before: str | None = None
+    privacy_after: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:
@@ -105,6 +110,8 @@ class Event:
             meta_after=data.get("meta_after"),
             actor=data.get("actor"),
             at=_required_time(data["at"]),
+            privacy_before=data.get("privacy_before"),
+            privacy_after=data.get("privacy_after"),
         )
 
 
@@ -131,6 +138,7 @@ class BatchOperation:
     kind: str | None = None
     meta: dict[str, Any] | None = None
     expected_version: int | None = None
+    privacy: str | None = None
 
     @classmethod
     def put(
@@ -141,8 +149,11 @@ class BatchOperation:
         kind: str | None = None,
         meta: dict[str, Any] | None = None,
         expected_version: int | None = None,
+        privacy: str | None = None,
     ) -> BatchOperation:
-        return cls(op="put", key=key, value=value, kind=kind, meta=meta, expected_version=expected_version)
+        return cls(
+            op="put", key=key, value=value, kind=kind, meta=meta, expected_version=expected_version, privacy=privacy
+        )
 
     @classmethod
     def delete(cls, key: str, *, expected_version: int | None = None) -> BatchOperation:
@@ -150,7 +161,7 @@ class BatchOperation:
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"op": self.op, "key": self.key}
-        for name in ("value", "kind", "meta", "expected_version"):
+        for name in ("value", "kind", "meta", "expected_version", "privacy"):
             if getattr(self, name) is not None:
                 body[name] = getattr(self, name)
         return body
