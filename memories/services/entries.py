@@ -464,18 +464,20 @@ def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure |
     """Erase uid from the account, for a request to be forgotten: entries, history and Honcho sessions.
 
     In one transaction: every entry the account holds about uid is deleted, with every history event
-    of uid (so nothing can be restored, and no value, key or meta of theirs stays), and the Honcho
-    sessions of its shared entries, and of any earlier one the outbox still names, are queued for
-    deletion. One `erase` event stays in their place: who (actor, the owner when None), when, and
-    how many entries, with an empty key and no values. Earlier erase events stay too. A later write
-    to a key of uid starts again at version 1. Returns None, writing nothing, when uid has neither
-    entries nor history.
+    of uid and every write of uid the guard held for review (so nothing can be restored, and no
+    value, key or meta of theirs stays), and the Honcho sessions of its shared entries, and of any
+    earlier one the outbox still names, are queued for deletion. One `erase` event stays in their
+    place: who (actor, the owner when None), when, and how many entries, with an empty key and no
+    values. Earlier erase events stay too. A later write
+    to a key of uid starts again at version 1. Returns None, writing nothing, when uid has no
+    entries, history or held writes.
     """
     check_uid(uid)
     with transaction.atomic():
         entries = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid).order_by("pk"))
         history = MemoryEvent.objects.filter(owner=owner, uid=uid).exclude(action=MemoryEvent.Action.ERASE)
-        if not entries and not history.exists():
+        held_writes = HeldWrite.objects.filter(owner=owner, uid=uid)
+        if not entries and not history.exists() and not held_writes.exists():
             return None
         sync_outbox_record(owner=owner, entries=entries, deleted=True)
         # Sessions of entries deleted before (a forget while sync was off, a key made local since)
@@ -491,6 +493,8 @@ def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure |
             outbox.tasks_record(earlier, operation=SyncTask.Operation.DELETE, now=timezone.now())
         MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
         events, _ = history.delete()
+        # Writes the guard held for review carry values too (pending or decided): they go with the rest.
+        held_writes.delete()
         MemoryEvent.objects.create(
             owner=owner,
             uid=uid,
