@@ -304,6 +304,6 @@ def test_remember_takes_a_privacy_class_and_refuses_an_unknown_one(hub):
 
     assert "never leave" in schema["properties"]["privacy"]["description"]
     assert stored["privacy"] == "local"
-    assert refused.isError and "`privacy`" in refused.content[0].text
+    assert refused.is_error and "`privacy`" in refused.content[0].text
     status, _, rest_entry = call(running.port, "GET", "/api/v1/users/privacy/memories/diagnosis", tokens["owner"])
     assert (status, rest_entry["privacy"]) == (200, "local")
