@@ -313,8 +313,10 @@ GUARD_RULES: tuple[GuardRule, ...] = (
         "zero-width-space",
         INVISIBLE,
         "Holds a zero-width space in a text of scripts that separate words with spaces, where it only splits "
-        "words or carries hidden data (Khmer, Thai, Burmese, Chinese, ... use it between words: not flagged).",
-        _ZERO_WIDTH_SPACE,
+        "words or carries hidden data (Khmer, Thai, Burmese, Chinese, ... use it between words: not flagged; one "
+        "or two before a word, as some right-to-left typesetting leaves them, hide nothing: not flagged).",
+        # Right after a letter or digit (inside or at the end of a word), or a run long enough to carry data.
+        f"(?<=\\w){_ZERO_WIDTH_SPACE}|{_ZERO_WIDTH_SPACE}{{3,}}",
         unless=_UNSPACED_SCRIPTS,
     ),
     GuardRule(

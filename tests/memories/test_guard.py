@@ -99,8 +99,8 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
         ["prefers tea"],
     ),
     "zero-width-space": (
-        ["prefers\u200bPython", "a\u200b\u200b\u200bb"],
-        ["ខែ\u200bនេះ", "ภาษา\u200bไทย"],
+        ["prefers\u200bPython", "a\u200b\u200b\u200bb", "note\u200b", "left \u200b\u200b\u200bhidden"],
+        ["ខែ\u200bនេះ", "ภาษา\u200bไทย", "تىزىملىك \u200b\u200bئۇلانمىسىنى"],  # noqa: RUF001 - real Uyghur text on purpose
     ),
     "stray-joiner": (
         ["ig\u200cnore", "word\u200d", "a \u200c b", "\u200d"],
