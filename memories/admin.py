@@ -15,7 +15,7 @@ from django.utils.html import format_html, format_html_join
 from memories import outbox, selectors, services
 from memories.accounts import request_account
 from memories.guard import guard_reasons, guard_reveal
-from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
+from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, Privacy, SyncTask
 from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
 
 
@@ -37,12 +37,18 @@ class MetaJSONField(forms.JSONField):
 
 class MemoryEntryForm(forms.ModelForm):
     meta = MetaJSONField(required=False)
+    # Left empty on a new entry: the account's default_privacy, as a write that names none.
+    privacy = forms.ChoiceField(
+        choices=[("", "the account's default"), *Privacy.choices],
+        required=False,
+        help_text="local: never synced to Honcho nor sent to a remote embeddings endpoint.",
+    )
     # The version the change form showed: saving it changes the entry only while it is still at it.
     shown_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1, required=False)
 
     class Meta:
         model = MemoryEntry
-        fields = ["owner", "uid", "key", "value", "kind", "meta"]
+        fields = ["owner", "uid", "key", "value", "kind", "meta", "privacy"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -81,8 +87,8 @@ class MemoryEntryForm(forms.ModelForm):
 @admin.register(MemoryEntry)
 class MemoryEntryAdmin(admin.ModelAdmin):
     form = MemoryEntryForm
-    list_display = ["uid", "key", "kind", "owner", "version", "updated", "guard_flags"]
-    list_filter = ["kind", "owner", ("guard_flags", admin.EmptyFieldListFilter)]
+    list_display = ["uid", "key", "kind", "privacy", "owner", "version", "updated", "guard_flags"]
+    list_filter = ["kind", "privacy", "owner", ("guard_flags", admin.EmptyFieldListFilter)]
     search_fields = ["uid", "key", "value"]
     list_select_related = ["owner"]
     ordering = ["-updated"]
@@ -127,6 +133,7 @@ class MemoryEntryAdmin(admin.ModelAdmin):
                 value=obj.value,
                 kind=obj.kind,
                 meta=obj.meta,
+                privacy=form.cleaned_data.get("privacy") or None,
                 actor=request_account(request),
                 expected_version=form.cleaned_data.get("shown_version") if change else None,
             )

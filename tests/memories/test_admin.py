@@ -107,3 +107,21 @@ def test_meta_nested_past_any_parser_is_a_field_error_in_the_admin(admin_client_
     assert response.status_code == 200
     assert "must be nested at most 20 levels deep" in response.content.decode()
     assert not MemoryEntry.objects.exists()
+
+
+def test_the_admin_sets_an_entrys_privacy_or_leaves_the_accounts_default(admin_client_logged_in, owner):
+    services.account_policy_set(account=owner, default_privacy="local")
+    added = {"owner": owner.pk, "uid": "alice", "value": "asthma", "kind": "fact", "meta": "{}", "privacy": ""}
+    admin_client_logged_in.post("/admin/memories/memoryentry/add/", {**added, "key": "diagnosis"})
+    admin_client_logged_in.post("/admin/memories/memoryentry/add/", {**added, "key": "editor", "privacy": "shared"})
+    entry = MemoryEntry.objects.get(key="diagnosis")
+    assert (entry.privacy, MemoryEntry.objects.get(key="editor").privacy) == ("local", "shared")
+
+    response = admin_client_logged_in.post(
+        f"/admin/memories/memoryentry/{entry.pk}/change/",
+        {"value": "asthma", "kind": "fact", "meta": "{}", "privacy": "shared", "shown_version": "1"},
+    )
+
+    assert response.status_code == 302
+    entry.refresh_from_db()
+    assert (entry.privacy, entry.version) == ("shared", 2)
