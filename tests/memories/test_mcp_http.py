@@ -3,6 +3,7 @@ driven by the official SDK's client, beside the REST API on the same address."""
 
 import http.client
 import json
+import time
 from collections.abc import Iterator
 
 import anyio
@@ -14,6 +15,7 @@ from tests.support.hub_process import RunningHub, call, create_token, hub_databa
 pytestmark = pytest.mark.process
 
 RATE_LIMIT = 120
+WINDOW_SECONDS = 60  # the limit's unit below: a minute
 BODY_LIMIT = 4096
 
 
@@ -264,6 +266,10 @@ def test_a_body_over_the_limit_is_a_413(hub):
 
 def test_the_rate_limit_is_the_tokens_own_shared_with_the_rest_api(hub):
     running, tokens = hub
+    # The limit's windows end on the minute: the burst starts early in one, so it is counted in one.
+    left = WINDOW_SECONDS - time.time() % WINDOW_SECONDS
+    if left < WINDOW_SECONDS / 2:
+        time.sleep(left + 0.1)
     statuses = [_post(running, LIST_TOOLS, _bearer(tokens["limited"]))[0] for _ in range(RATE_LIMIT + 1)]
 
     assert statuses[:RATE_LIMIT] == [200] * RATE_LIMIT, statuses
