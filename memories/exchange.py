@@ -5,7 +5,9 @@ Line 1 is the header, a JSON object:
      "exported_at": "..."}
 Then N lines, one entry each:
     {"owner": "alice", "uid": "...", "key": "...", "value": "...", "kind": "...", "meta": {...},
-     "privacy": "shared", "created": "2026-11-29T22:57:57.123456+00:00", "updated": "...", "version": 3}
+     "privacy": "shared", "created": "2026-11-29T22:57:57.123456+00:00", "updated": "...", "version": 3,
+     "expires": null}
+("expires": when the entry expires, or null; a file without it reads as null.)
 sha256 is the hex digest of every byte after the header line, so a truncated or edited file is
 refused before anything is imported. Timestamps are ISO 8601 with microseconds and a time zone.
 Local entries are exported too (a backup stays on the machine), marked "privacy": "local", and the
@@ -76,7 +78,7 @@ def _json_line(content: dict[str, Any]) -> bytes:
 
 
 def _entry_fields(row: tuple) -> dict[str, Any]:
-    owner, uid, key, value, kind, meta, privacy, created, updated, version = row
+    owner, uid, key, value, kind, meta, privacy, created, updated, version, expires = row
     return {
         "owner": owner,
         "uid": uid,
@@ -88,6 +90,7 @@ def _entry_fields(row: tuple) -> dict[str, Any]:
         "created": created.isoformat(),
         "updated": updated.isoformat(),
         "version": version,
+        "expires": expires.isoformat() if expires is not None else None,
     }
 
 
@@ -294,6 +297,7 @@ def _entry_record(entry: dict[str, Any]) -> tuple[str | None, ImportRecord]:
         created=_timestamp(entry, "created"),
         updated=_timestamp(entry, "updated"),
         version=entry.get("version"),
+        expires=_timestamp(entry, "expires"),
     )
     return owner, record
 

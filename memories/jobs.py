@@ -1,7 +1,8 @@
 """The kinds of background work the memories app brings to `manage.py work` (see memories.work).
 
 sync_job drains the Honcho sync outbox (memories.outbox) through memories.sync.worker. The Honcho
-SDK is imported only when a runner is made, so a hub without Honcho never loads it.
+SDK is imported only when a runner is made, so a hub without Honcho never loads it. embedding_job
+embeds changed entries; expiry_job deletes the entries whose expiry has passed.
 """
 
 import threading
@@ -9,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from memories import selectors
 from memories.backends.honcho_config import HonchoConfig
-from memories.models import EntryEmbedding, SyncTask
+from memories.models import EntryEmbedding, MemoryEntry, SyncTask
 from memories.work import JobKind, WorkReport
 
 if TYPE_CHECKING:
@@ -116,4 +118,37 @@ embedding_job = JobKind(
     runner=EmbeddingRunner,
     poll_seconds=lambda: EMBEDDING_POLL_SECONDS,
     unavailable=_embeddings_unavailable,
+)
+
+
+# An idle expiry lane looks again this often. Reads stop showing an entry the moment it expires;
+# this is only how soon its row (and its Honcho session) goes.
+EXPIRY_POLL_SECONDS = 5.0
+
+
+class ExpiryRunner:
+    """Deletes expired entries a batch (services.EXPIRY_BATCH) at a time, each with an "expire" event."""
+
+    def run_due(self, stop: threading.Event) -> WorkReport:
+        from memories.services import entries_expire
+
+        removed = entries_expire()
+        if not removed:
+            return WorkReport()
+        return WorkReport(done=removed, summary=f"deleted {removed} expired entries")
+
+    def close(self) -> None:
+        return None
+
+
+def _expiry_waiting() -> QuerySet:
+    """Entries whose expiry has passed (the partial index memory_entry_expires holds only entries that expire)."""
+    return MemoryEntry.objects.filter(expires__lte=timezone.now())
+
+
+expiry_job = JobKind(
+    name="expiry",
+    waiting=_expiry_waiting,
+    runner=ExpiryRunner,
+    poll_seconds=lambda: EXPIRY_POLL_SECONDS,
 )

@@ -5,6 +5,7 @@ Entries are written only by memories.services; read them through memories.select
 
 import secrets
 import time
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -137,6 +138,8 @@ class MemoryEntry(models.Model):
     created = models.DateTimeField()
     updated = models.DateTimeField()
     version = models.PositiveIntegerField(default=1)
+    # When the entry stops being read (memories.expiry); None keeps it until it is deleted.
+    expires = models.DateTimeField(null=True, blank=True)
     # What search reads: key and value without case or accents (memories.folding).
     key_folded = FoldedCopyField(source="key")
     value_folded = FoldedCopyField(source="value")
@@ -174,10 +177,16 @@ class MemoryEntry(models.Model):
             models.Index(fields=["owner", "uid", "-updated"], name="memory_entry_owner_uid_upd"),
             # users: per-uid counts and last update; the kind filter
             models.Index(fields=["owner", "kind"], name="memory_entry_owner_kind"),
+            # the expiry worker's scan: only entries that expire at all are in it
+            models.Index(fields=["expires"], condition=models.Q(expires__isnull=False), name="memory_entry_expires"),
         ]
 
     def __str__(self) -> str:
         return f"{self.uid}/{self.key}"
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the entry's expiry has passed: then no read shows it, and the worker deletes it."""
+        return self.expires is not None and self.expires <= now
 
     @property
     def guard_flag_names(self) -> list[str]:
@@ -260,8 +269,9 @@ class HeldWrite(models.Model):
 
 
 class MemoryEvent(models.Model):
-    """One change to an entry: created, updated or deleted. History outlives the entry.
+    """One change to an entry: created, updated, deleted, expired or erased. History outlives the entry.
 
+    An expiry is recorded by the worker with no actor: no account made it.
     An erasure (a request to be forgotten) removes every entry and event of a uid and leaves one
     `erase` event in their place: who erased (actor), when (at), and how many entries (entries_erased),
     with an empty key and no values.
@@ -272,6 +282,7 @@ class MemoryEvent(models.Model):
         UPDATE = "update", "updated"
         DELETE = "delete", "deleted"
         ERASE = "erase", "erased"
+        EXPIRE = "expire", "expired"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     uid = models.CharField(max_length=UID_MAX_LENGTH)
@@ -294,7 +305,7 @@ class MemoryEvent(models.Model):
         null=True,
         blank=True,
         related_name="+",
-        help_text="The account that made the change.",
+        help_text="The account that made the change; empty for an expiry, which no account makes.",
     )
     at = models.DateTimeField()
 
@@ -302,7 +313,8 @@ class MemoryEvent(models.Model):
         verbose_name = "memory event"
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(action__in=["create", "update", "delete", "erase"]), name="memory_event_action_valid"
+                condition=models.Q(action__in=["create", "update", "delete", "erase", "expire"]),
+                name="memory_event_action_valid",
             ),
         ]
         indexes = [

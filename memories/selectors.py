@@ -3,6 +3,10 @@
 Every function takes the owner and returns only that account's rows: there is no read here that
 could show one account another's memories, except the all_accounts_* functions at the end, which
 take no owner, say so in their name, and serve staff only.
+
+No read shows an entry whose expiry has passed (memories.filters.EntryFilter is applied to every
+entry queryset here, and to the search's own statements), except a list the owner asks for with
+include_expired; the worker then deletes those entries.
 """
 
 from collections.abc import Iterator
@@ -18,6 +22,7 @@ from django.db.models import Count, F, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from memories import context, search
+from memories.filters import EntryFilter, filter_with_kind
 from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
 
 MATCH_RANKED = "ranked"
@@ -53,19 +58,33 @@ def user_history_count(*, owner: User, uid: str) -> int:
     return MemoryEvent.objects.filter(owner=owner, uid=uid).exclude(action=MemoryEvent.Action.ERASE).count()
 
 
+def live_entries(*, now: datetime | None = None) -> QuerySet[MemoryEntry]:
+    """Every entry no expiry has taken from reads yet; narrow it to an owner before use."""
+    return MemoryEntry.objects.filter(EntryFilter(now=now or timezone.now()).condition())
+
+
+def user_entries(*, owner: User | int, uid: str, filters: EntryFilter | None = None) -> QuerySet[MemoryEntry]:
+    """One user's entries that the filter lets through (by default: those not expired), unordered.
+
+    The one place a read of a user's entries starts: lists, searches, the hybrid ranking's lookups.
+    """
+    owner_id = owner if isinstance(owner, int) else owner.pk
+    filters = filters if filters is not None else EntryFilter()
+    return MemoryEntry.objects.filter(filters.condition(), owner_id=owner_id, uid=uid)
+
+
 def entry_get(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
-    """The entry (uid, key) of this account, or None."""
+    """The entry (uid, key) of this account, or None (also when its expiry has passed)."""
     # (owner, uid, key) is unique: no ORDER BY (first() would add one), just the one row.
-    found = list(MemoryEntry.objects.filter(owner=owner, uid=uid, key=key)[:1])
+    found = list(user_entries(owner=owner, uid=uid).filter(key=key)[:1])
     return found[0] if found else None
 
 
-def entry_list(*, owner: User, uid: str, kind: str | None = None) -> QuerySet[MemoryEntry]:
-    """One user's entries, newest first (unevaluated: page it)."""
-    entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
-    if kind:
-        entries = entries.filter(kind=kind)
-    return entries.order_by("-updated", "-id")
+def entry_list(
+    *, owner: User, uid: str, kind: str | None = None, filters: EntryFilter | None = None
+) -> QuerySet[MemoryEntry]:
+    """One user's entries that the filter lets through, newest first (unevaluated: page it)."""
+    return user_entries(owner=owner, uid=uid, filters=filter_with_kind(filters, kind)).order_by("-updated", "-id")
 
 
 def entry_find(
@@ -75,6 +94,7 @@ def entry_find(
     query_text: str,
     kind: str | None = None,
     match: str = MATCH_RANKED,
+    filters: EntryFilter | None = None,
 ) -> "search.RankedMatches | QuerySet[MemoryEntry]":
     """One user's entries that match query_text, sliceable and countable like a QuerySet.
 
@@ -84,9 +104,10 @@ def entry_find(
     first (memories.search.lexical says the rule), a LexicalMatches. Either way the rest of the word
     matches follow newest first, and entries carry their score. A query of one word of 1 or 2
     characters, and match=MATCH_SUBSTRING, scan for query_text as one substring of the key or value
-    instead, newest first (a QuerySet). Every entry that holds query_text is found.
+    instead, newest first (a QuerySet). Every entry that holds query_text is found, among those the
+    filter lets through (by default: every entry not expired).
     """
-    return entry_search(owner=owner, uid=uid, query_text=query_text, kind=kind, match=match).entries
+    return entry_search(owner=owner, uid=uid, query_text=query_text, kind=kind, match=match, filters=filters).entries
 
 
 def entry_search(
@@ -96,15 +117,15 @@ def entry_search(
     query_text: str,
     kind: str | None = None,
     match: str = MATCH_RANKED,
+    filters: EntryFilter | None = None,
 ) -> search.SearchAnswer:
     """entry_find's entries, and whether the semantic side took part (and why not, when it failed)."""
+    filters = filter_with_kind(filters, kind)
     if match == MATCH_RANKED:
-        matches = search.LexicalMatches(owner_id=owner.pk, uid=uid, kind=kind, query_text=query_text)
+        matches = search.LexicalMatches(owner_id=owner.pk, uid=uid, kind=None, query_text=query_text, filters=filters)
         if matches.query.indexed:
             return search.hybrid_search(owner=owner, lexical=matches, query_text=query_text)
-    entries = MemoryEntry.objects.filter(owner=owner, uid=uid)
-    if kind:
-        entries = entries.filter(kind=kind)
+    entries = user_entries(owner=owner, uid=uid, filters=filters)
     found = entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")
     reason = "match=substring" if match == MATCH_SUBSTRING else "a query this short is a substring scan"
     return search.SearchAnswer(entries=found, semantic=search.Semantic.OFF, reason=reason)
@@ -114,7 +135,11 @@ def entry_search(
 # statements through the ORM, and making model instances of the rows, cost more than running them.
 # Only the columns the block shows are read.
 _ENTRIES = MemoryEntry._meta.db_table
-CONTEXT_TOTALS_SQL = f"SELECT count(*), max(updated) FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s{{flagged}}"
+# An entry whose expiry has passed is in no read of the block (nor in its count, so the ETag changes with it).
+CONTEXT_LIVE_SQL = "(expires IS NULL OR expires > %s)"
+CONTEXT_TOTALS_SQL = (
+    f"SELECT count(*), max(updated) FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s AND {CONTEXT_LIVE_SQL}{{flagged}}"
+)
 # The entries by id, the user's own only. On SQLite the unary + keeps the planner on the primary key
 # (it would otherwise walk all of the user's (owner, uid, key) index to find a few ids).
 CONTEXT_BY_ID_SQL = (
@@ -131,13 +156,14 @@ CONTEXT_POLICY_SQL = f"SELECT context_includes_flagged FROM {AccountPolicy._meta
 CONTEXT_UNFLAGGED_SQL = " AND guard_flags = ''"
 # The newest memories short enough for the room, after a row already read.
 CONTEXT_NEWEST_SQL = (
-    f"SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s{{flagged}} "
+    f"SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s AND {CONTEXT_LIVE_SQL}{{flagged}} "
     f"AND {_CONTEXT_LENGTH} <= %s {{after}}{_CONTEXT_ORDER} LIMIT %s"
 )
 # Of the next few memories after a row already read, those short enough for the room left.
 CONTEXT_FILLERS_SQL = (
-    f"SELECT {_CONTEXT_COLUMNS} FROM (SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s"
-    f"{{flagged}} {{after}}{_CONTEXT_ORDER} LIMIT %s) AS following WHERE {_CONTEXT_LENGTH} <= %s {_CONTEXT_ORDER}"
+    f"SELECT {_CONTEXT_COLUMNS} FROM (SELECT {_CONTEXT_COLUMNS} FROM {_ENTRIES} WHERE owner_id = %s AND uid = %s "
+    f"AND {CONTEXT_LIVE_SQL}{{flagged}} {{after}}{_CONTEXT_ORDER} LIMIT %s) AS following "
+    f"WHERE {_CONTEXT_LENGTH} <= %s {_CONTEXT_ORDER}"
 )
 
 
@@ -179,10 +205,12 @@ def _ranked_entry_ids(found: "search.RankedMatches | QuerySet[MemoryEntry]", lim
     return found.entry_ids(limit)
 
 
-def _context_relevant(builder: context.BlockBuilder, *, owner: User, uid: str, query_text: str, flagged: str) -> None:
+def _context_relevant(
+    builder: context.BlockBuilder, *, owner: User, uid: str, query_text: str, flagged: str, now: datetime
+) -> None:
     """Offer the memories entry_find ranks first for query_text: their ids from the search, then
     their columns in one read (the user's own rows only)."""
-    found = entry_find(owner=owner, uid=uid, query_text=query_text)
+    found = entry_find(owner=owner, uid=uid, query_text=query_text, filters=EntryFilter(now=now))
     ids = _ranked_entry_ids(found, context.CONTEXT_RELEVANT_LIMIT)
     if not ids:
         return
@@ -210,7 +238,9 @@ def _after(row: ContextRow | None) -> tuple[str, list[str | int | datetime]]:
     return CONTEXT_AFTER_SQL, [row[4], row[4], row[5]]
 
 
-def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str, flagged: str) -> None:
+def _context_newest(
+    builder: context.BlockBuilder, *, owner: User, uid: str, flagged: str, live_after: str | datetime
+) -> None:
     """Offer the newest memories until the block is full (the rule: memories.context).
 
     1. Newest first, those short enough for the room left (an item is never shorter than its key,
@@ -229,7 +259,7 @@ def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str, fla
             after, after_params = _after(last_read)
             cursor.execute(
                 CONTEXT_NEWEST_SQL.format(after=after, flagged=flagged),
-                [owner.pk, uid, builder.room - context.ITEM_OVERHEAD, *after_params, chunk_size],
+                [owner.pk, uid, live_after, builder.room - context.ITEM_OVERHEAD, *after_params, chunk_size],
             )
             read = 0
             while not skipped and not builder.full and (rows := cursor.fetchmany(context.CONTEXT_FETCH_SIZE)):
@@ -249,7 +279,14 @@ def _context_newest(builder: context.BlockBuilder, *, owner: User, uid: str, fla
             after, after_params = _after(last_read)
             cursor.execute(
                 CONTEXT_FILLERS_SQL.format(after=after, flagged=flagged),
-                [owner.pk, uid, *after_params, context.CONTEXT_FILL_WINDOW, builder.room - context.ITEM_OVERHEAD],
+                [
+                    owner.pk,
+                    uid,
+                    live_after,
+                    *after_params,
+                    context.CONTEXT_FILL_WINDOW,
+                    builder.room - context.ITEM_OVERHEAD,
+                ],
             )
             added = [row for row in cursor.fetchall() if row[0] not in builder.keys and offer(row)]
             if not added:
@@ -269,19 +306,22 @@ def context_block(
     two to four more with it (the search's, and one for the columns of what it found), and one for
     the account's policy: entries the write guard flagged are left out unless it includes them.
     """
+    now = timezone.now()
+    # One moment for every read of the block: an entry expiring meanwhile is in all of them or none.
+    live_after: str | datetime = connection.ops.adapt_datetimefield_value(now) or now
     with connection.cursor() as cursor:
         # the account's policy (read as account_policy would, without making a model of it)
         cursor.execute(CONTEXT_POLICY_SQL, [owner.pk])
         policy = cursor.fetchone()
         flagged = "" if policy is not None and policy[0] else CONTEXT_UNFLAGGED_SQL
         # how many memories the user has and when the newest changed (the header and the ETag)
-        cursor.execute(CONTEXT_TOTALS_SQL.format(flagged=flagged), [owner.pk, uid])
+        cursor.execute(CONTEXT_TOTALS_SQL.format(flagged=flagged), [owner.pk, uid, live_after])
         total, last_updated = cursor.fetchone()
     builder = context.BlockBuilder(uid=uid, budget=budget, total=total, ranked=bool(query_text))
     if total and query_text:
-        _context_relevant(builder, owner=owner, uid=uid, query_text=query_text, flagged=flagged)
+        _context_relevant(builder, owner=owner, uid=uid, query_text=query_text, flagged=flagged, now=now)
     if total:
-        _context_newest(builder, owner=owner, uid=uid, flagged=flagged)
+        _context_newest(builder, owner=owner, uid=uid, flagged=flagged, live_after=live_after)
     last_updated = _stored_datetime(last_updated)
     text = builder.text()
     return context.ContextBlock(
@@ -303,14 +343,21 @@ def context_block(
 
 
 def entry_find_sorted(
-    *, owner: User, uid: str, query_text: str, kind: str | None = None, order_by: tuple[str, ...]
+    *,
+    owner: User,
+    uid: str,
+    query_text: str,
+    kind: str | None = None,
+    order_by: tuple[str, ...],
+    filters: EntryFilter | None = None,
 ) -> QuerySet[MemoryEntry]:
     """The entries entry_find finds, in another order (the dashboard's sortable columns)."""
-    found = entry_find(owner=owner, uid=uid, query_text=query_text, kind=kind)
+    filters = filter_with_kind(filters, kind)
+    found = entry_find(owner=owner, uid=uid, query_text=query_text, filters=filters)
     if isinstance(found, search.HybridMatches):
         found = found.queryset()
     elif isinstance(found, search.LexicalMatches):
-        found = search.matches(owner_id=owner.pk, uid=uid, kind=kind, query=found.query)
+        found = search.matches(owner_id=owner.pk, uid=uid, kind=None, query=found.query, filters=filters)
     return found.order_by(*order_by)
 
 
@@ -319,7 +366,7 @@ def user_list(*, owner: User, search: str | None = None) -> QuerySet:
 
     Rows are dicts: {"uid", "entries", "last_updated"}.
     """
-    entries = MemoryEntry.objects.filter(owner=owner)
+    entries = live_entries().filter(owner=owner)
     if search:
         entries = entries.filter(uid__icontains=search)
     return (
@@ -330,7 +377,7 @@ def user_list(*, owner: User, search: str | None = None) -> QuerySet:
 
 
 def uid_exists(*, owner: User, uid: str) -> bool:
-    return MemoryEntry.objects.filter(owner=owner, uid=uid).exists()
+    return user_entries(owner=owner, uid=uid).exists()
 
 
 def entry_history(*, owner: User, uid: str, key: str) -> QuerySet[MemoryEvent]:
@@ -346,7 +393,7 @@ def entry_deleted_version(*, owner: User, uid: str, key: str) -> int | None:
 
 def owner_counts(*, owner: User) -> dict[str, int]:
     """How many entries and distinct uids the account holds."""
-    totals = MemoryEntry.objects.filter(owner=owner).aggregate(entries=Count("id"), users=Count("uid", distinct=True))
+    totals = live_entries().filter(owner=owner).aggregate(entries=Count("id"), users=Count("uid", distinct=True))
     return {"entries": totals["entries"], "users": totals["users"]}
 
 
@@ -360,7 +407,7 @@ def kind_counts(*, owner: User, uid: str | None = None) -> list[KindCount]:
 
     Rows are dicts: {"kind", "entries"}.
     """
-    entries = MemoryEntry.objects.filter(owner=owner)
+    entries = live_entries().filter(owner=owner)
     if uid is not None:
         entries = entries.filter(uid=uid)
     return list(entries.values("kind").annotate(entries=Count("id")).order_by("-entries", "kind"))
@@ -382,11 +429,12 @@ def all_accounts_held_writes(*, status: str | None = HeldWrite.Status.PENDING) -
 
 def all_accounts_counts(*, since: datetime) -> dict:
     """Every account's entries, users (distinct account and uid pairs), kinds and changes since that moment."""
-    totals = MemoryEntry.objects.aggregate(entries=Count("id"))
+    entries = live_entries()
+    totals = entries.aggregate(entries=Count("id"))
     return {
         "entries": totals["entries"],
-        "users": MemoryEntry.objects.values("owner_id", "uid").distinct().count(),
-        "kinds": list(MemoryEntry.objects.values("kind").annotate(entries=Count("id")).order_by("-entries", "kind")),
+        "users": entries.values("owner_id", "uid").distinct().count(),
+        "kinds": list(entries.values("kind").annotate(entries=Count("id")).order_by("-entries", "kind")),
         "changes": MemoryEvent.objects.filter(at__gte=since).count(),
     }
 
@@ -396,7 +444,7 @@ def all_accounts_user_list(*, search: str | None = None) -> QuerySet:
 
     Rows are dicts: {"owner__username", "uid", "entries", "last_updated"}.
     """
-    entries = MemoryEntry.objects.all()
+    entries = live_entries()
     if search:
         entries = entries.filter(uid__icontains=search)
     return (
@@ -450,17 +498,21 @@ def sync_status(*, owner: User | None) -> SyncStatus:
 
 
 EXPORT_FIELDS = (
-    "owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version",
+    "owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version", "expires",
 )  # fmt: skip
 
 
-def entry_export_rows(*, owner: User | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
-    """Every entry as a tuple of EXPORT_FIELDS, streamed in (owner, uid, key) order.
+def entry_export_rows(
+    *, owner: User | None = None, chunk_size: int = 2000, include_expired: bool = False
+) -> Iterator[tuple]:
+    """Every entry (not expired, unless include_expired) as a tuple of EXPORT_FIELDS, in (owner, uid, key) order.
 
     For operators' backups (manage.py export_memories): owner=None reads every account's entries,
     which no API route may do.
     """
-    entries = MemoryEntry.objects.all() if owner is None else MemoryEntry.objects.filter(owner=owner)
+    entries = MemoryEntry.objects.all() if include_expired else live_entries()
+    if owner is not None:
+        entries = entries.filter(owner=owner)
     return entries.order_by("owner_id", "uid", "key").values_list(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)
 
 

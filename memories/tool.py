@@ -15,8 +15,9 @@ from django.utils.module_loading import import_string
 
 from memories import selectors, services
 from memories.backends import hub_status
+from memories.filters import filter_from_arguments
 from memories.models import Privacy
-from memories.validation import InvalidField, check_key, check_uid
+from memories.validation import EXPIRY_MAX_SECONDS, InvalidField, check_key, check_uid
 
 # The actions, from settings.MEMORYHUB_TOOL_ACTIONS (each name with the dotted path of its handler),
 # as the overview's panels are: memories never imports the apps that add actions (evaluate is
@@ -36,12 +37,27 @@ TOOL_SCHEMA: dict[str, Any] = {
             "key": {"type": "string"},
             "value": {"type": "string"},
             "query": {"type": "string"},
-            "meta": {"type": "object"},
             "privacy": {
                 "type": "string",
                 "enum": list(Privacy.values),
                 "description": "store only: local keeps the memory on this hub (never synced or sent to a remote "
                 "embeddings endpoint); shared (or the account's default when left out) may be.",
+            },
+            "meta": {
+                "type": "object",
+                "description": "store: the memory's extra data. query: only memories whose meta has each of these "
+                "top-level fields equal to the value given (or to one of the values of a list).",
+            },
+            "kind": {
+                "type": ["string", "array"],
+                "items": {"type": "string"},
+                "description": "query: only memories of this kind (or of one of these kinds).",
+            },
+            "ttl": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": EXPIRY_MAX_SECONDS,
+                "description": "store: seconds until the memory expires (then no read shows it); left out, never.",
             },
         },
         "required": ["action"],
@@ -76,7 +92,9 @@ def action_store(account: User, uid: str, args: dict[str, Any]) -> Reply:
     kind = meta.get("type") if meta else None
     privacy = args.get("privacy")
     try:
-        services.entry_put(owner=account, uid=uid, key=key, value=value, kind=kind, meta=meta, privacy=privacy)
+        services.entry_put(
+            owner=account, uid=uid, key=key, value=value, kind=kind, meta=meta, privacy=privacy, ttl=args.get("ttl")
+        )
     except InvalidField as error:
         return {"ok": False, "key": key, "error": str(error)}
     except services.WriteHeld as held:
@@ -103,7 +121,13 @@ def action_query(account: User, uid: str, args: dict[str, Any]) -> Reply:
         return _error("query: must be a string.")
     if "\x00" in query_text or not _storable(query_text):
         return _error("query: must not contain NUL characters or unpaired surrogates.")
-    found = selectors.entry_find(owner=account, uid=uid, query_text=query_text)[: settings.MEMORYHUB_QUERY_LIMIT]
+    try:
+        filters = filter_from_arguments(kind=args.get("kind"), meta=args.get("meta"))
+    except InvalidField as error:
+        return _error(str(error))
+    found = selectors.entry_find(owner=account, uid=uid, query_text=query_text, filters=filters)[
+        : settings.MEMORYHUB_QUERY_LIMIT
+    ]
     results = [{"key": entry.key, "value": entry.value} for entry in found]
     return {"ok": True, "results": results, "count": len(results)}
 

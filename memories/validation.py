@@ -7,8 +7,10 @@ Each check raises InvalidField, whose message names the field and the limit, so 
 import json
 import re
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.utils import timezone
 
 from memories.models import KEY_MAX_LENGTH, KIND_MAX_LENGTH, UID_MAX_LENGTH, Privacy
 
@@ -137,3 +139,38 @@ def check_meta(meta: object) -> dict:
     if size > limit:
         raise InvalidField("meta", f"must be at most {limit} bytes as JSON; got {size}.")
     return meta
+
+
+# The longest an entry may be kept before it expires, when it expires at all: ten years.
+EXPIRY_MAX_SECONDS = 10 * 365 * 24 * 60 * 60
+
+
+def check_ttl(ttl: object) -> int:
+    """ttl: whole seconds from now until the entry expires, 1 to EXPIRY_MAX_SECONDS."""
+    if isinstance(ttl, bool) or not isinstance(ttl, int):
+        raise InvalidField("ttl", f"must be a whole number of seconds, 1 to {EXPIRY_MAX_SECONDS}.")
+    if not 1 <= ttl <= EXPIRY_MAX_SECONDS:
+        raise InvalidField("ttl", f"must be 1 to {EXPIRY_MAX_SECONDS} seconds; got {ttl}.")
+    return ttl
+
+
+def check_expires(expires: object, *, now: datetime) -> datetime:
+    """expires: an aware date and time after now and at most EXPIRY_MAX_SECONDS ahead."""
+    if not isinstance(expires, datetime) or timezone.is_naive(expires):
+        raise InvalidField("expires", "must be an ISO 8601 date and time with a time zone.")
+    if expires <= now:
+        raise InvalidField("expires", f"must be in the future (after {now.isoformat()}).")
+    if expires > now + timedelta(seconds=EXPIRY_MAX_SECONDS):
+        raise InvalidField("expires", f"must be at most {EXPIRY_MAX_SECONDS} seconds ahead.")
+    return expires
+
+
+def expiry_from(*, expires: object = None, ttl: object = None, now: datetime) -> datetime | None:
+    """The expiry a write asks for: from ttl (seconds from now) or expires (a time), not both; None for neither."""
+    if ttl is not None and expires is not None:
+        raise InvalidField("ttl", "give ttl or expires, not both.")
+    if ttl is not None:
+        return now + timedelta(seconds=check_ttl(ttl))
+    if expires is not None:
+        return check_expires(expires, now=now)
+    return None

@@ -264,6 +264,7 @@ MEMORYHUB_JOB_KINDS = [
     "memories.jobs.sync_job",
     "memories.jobs.embedding_job",
     "evaluation.jobs.evaluation_job",
+    "memories.jobs.expiry_job",
 ]
 
 MEMORYHUB_BACKEND = os.environ.get("MEMORYHUB_BACKEND", "auto").strip().lower()

@@ -26,7 +26,7 @@ def test_an_idle_hub_without_a_worker_is_healthy_in_one_query(db, django_assert_
         "database": True,
         "worker_seen": False,
         "last_seen": None,
-        "waiting": {"sync": 0, "embeddings": 0, "evaluation": 0},
+        "waiting": {"sync": 0, "embeddings": 0, "evaluation": 0, "expiry": 0},
     }
 
 
@@ -36,7 +36,7 @@ def test_work_waiting_without_a_worker_is_503_until_a_worker_is_seen(db):
     assert waiting.status_code == 503
     assert (waiting.json()["status"], waiting.json()["waiting"]) == (
         "no worker",
-        {"sync": 0, "embeddings": 0, "evaluation": 1},
+        {"sync": 0, "embeddings": 0, "evaluation": 1, "expiry": 0},
     )
 
     Worker(job_kinds(), name="host:1").beat()
@@ -48,7 +48,11 @@ def test_work_waiting_without_a_worker_is_503_until_a_worker_is_seen(db):
 def test_info_says_whether_a_worker_was_seen_and_what_waits(owner_api):
     evaluation_request(backend_names=["null"], ops=1)
     work = owner_api.get("/api/v1/info").json()["work"]
-    assert work == {"worker_seen": False, "last_seen": None, "waiting": {"sync": 0, "embeddings": 0, "evaluation": 1}}
+    assert work == {
+        "worker_seen": False,
+        "last_seen": None,
+        "waiting": {"sync": 0, "embeddings": 0, "evaluation": 1, "expiry": 0},
+    }
 
 
 def test_the_overview_warns_when_work_waits_and_no_worker_runs(owner_client):

@@ -22,7 +22,16 @@ from memories.services import (
     check_expected_version,
     check_put_has_value,
 )
-from memories.validation import InvalidField, check_key, check_kind, check_meta, check_value
+from memories.validation import (
+    EXPIRY_MAX_SECONDS,
+    InvalidField,
+    check_expires,
+    check_key,
+    check_kind,
+    check_meta,
+    check_ttl,
+    check_value,
+)
 
 
 class StrictCharField(serializers.CharField):
@@ -98,6 +107,10 @@ PRIVACY_HELP = (
 )
 
 
+def _check_future(moment: object) -> datetime:
+    return check_expires(moment, now=timezone.now())
+
+
 class EntrySerializer(serializers.ModelSerializer):
     guard_flags = serializers.ListField(
         child=serializers.CharField(),
@@ -109,10 +122,25 @@ class EntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MemoryEntry
-        fields = ["uid", "key", "value", "kind", "meta", "privacy", "version", "created", "updated", "guard_flags"]
+        fields = [
+            "uid",
+            "key",
+            "value",
+            "kind",
+            "meta",
+            "privacy",
+            "version",
+            "created",
+            "updated",
+            "guard_flags",
+            "expires",
+        ]
         read_only_fields = fields
         list_serializer_class = EntryListSerializer
-        extra_kwargs = {"privacy": {"help_text": PRIVACY_HELP}}
+        extra_kwargs = {
+            "privacy": {"help_text": PRIVACY_HELP},
+            "expires": {"help_text": "When the memory expires (then no read shows it); null: never."},
+        }
 
 
 @functools.cache
@@ -189,9 +217,32 @@ class EntryWriteSerializer(serializers.Serializer):
         required=False,
         help_text=f"{PRIVACY_HELP} The account's default_privacy on creation; kept on update when left out.",
     )
+    ttl = serializers.IntegerField(
+        required=False,
+        help_text=f"Seconds from now until the memory expires (1 to {EXPIRY_MAX_SECONDS}); then no read shows it.",
+    )
+    expires = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text=f"When the memory expires: a future time, at most {EXPIRY_MAX_SECONDS} seconds ahead; null "
+        "never expires. Give ttl or expires, not both; both left out keep the memory's expiry.",
+    )
 
     def validate_value(self, value: str) -> str:
         return _run_check(check_value, value)
+
+    def validate_ttl(self, ttl: int) -> int:
+        return _run_check(check_ttl, ttl)
+
+    def validate_expires(self, expires: datetime | None) -> datetime | None:
+        if expires is None:
+            return None
+        return _run_check(_check_future, expires)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("ttl") is not None and attrs.get("expires") is not None:
+            raise serializers.ValidationError({"ttl": ["Give ttl or expires, not both."]})
+        return attrs
 
     def validate_kind(self, kind: str) -> str:
         return _run_check(check_kind, kind)
@@ -326,6 +377,7 @@ class BatchOperationSerializer(EntryCreateSerializer):
         return _run_check(check_expected_version, expected_version)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
         try:
             check_put_has_value(attrs["op"], attrs.get("value"))
         except InvalidField as error:

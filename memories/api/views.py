@@ -48,6 +48,12 @@ from memories.api.serializers import (
     entry_data,
 )
 from memories.backends import hub_status
+from memories.filters import (
+    FILTER_MAX_FIELDS,
+    FILTER_MAX_VALUES,
+    INCLUDE_EXPIRED_PARAMETER,
+    filter_from_params,
+)
 from memories.models import HeldWrite, MemoryEntry, Privacy
 from memories.search import RankedMatches
 from memories.tool import TOOL_SCHEMA, run_tool
@@ -134,6 +140,36 @@ memory, give an empty text.
 The same data, budget and q give the same block. Its ETag changes whenever the block would (a write to
 the user's memories, a changed ranking, an expired memory): send it back in If-None-Match to get 304
 without a body when nothing changed."""
+
+
+FILTER_PARAMETERS = [
+    OpenApiParameter("kind", str, description="Only entries of this kind."),
+    OpenApiParameter(
+        "kind__in",
+        str,
+        description=f"Only entries of one of these kinds, comma-separated (at most {FILTER_MAX_VALUES}); "
+        "not with kind.",
+    ),
+    OpenApiParameter(
+        "meta.FIELD",
+        str,
+        description="Only entries whose top-level meta field FIELD (write the field's name in place of FIELD: "
+        "`?meta.project=apollo`) equals this value. FIELD is a letter or '_' then letters, digits, '_' or '-'. "
+        'Text that spells a number or boolean also matches it ("3" matches 3). Several fields: all must match '
+        f"(at most {FILTER_MAX_FIELDS}).",
+    ),
+    OpenApiParameter(
+        "meta.FIELD__in",
+        str,
+        description="Only entries whose top-level meta field FIELD equals one of these comma-separated values "
+        f"(at most {FILTER_MAX_VALUES}): `?meta.project__in=apollo,gemini`.",
+    ),
+    OpenApiParameter(
+        INCLUDE_EXPIRED_PARAMETER,
+        bool,
+        description="1: also the entries whose expiry has passed and that the worker has not deleted yet.",
+    ),
+]
 
 
 @extend_schema(tags=["users"])
@@ -247,7 +283,7 @@ class MemoryViewSet(HubViewSet):
                 "that fuses both (each result then has its lexical_rank and semantic_similarity); the "
                 f"{RANKING_HEADER} header says which ranking answered: hybrid, or lexical and why.",
             ),
-            OpenApiParameter("kind", str, description="Only entries of this kind."),
+            *FILTER_PARAMETERS,
             OpenApiParameter(
                 "match",
                 str,
@@ -259,18 +295,18 @@ class MemoryViewSet(HubViewSet):
     )
     def list(self, request: Request, uid: str) -> Response:
         query_text = request.query_params.get("q", "")
-        kind = request.query_params.get("kind") or None
+        filters = filter_from_params(request.query_params)
         match = request.query_params.get("match") or selectors.MATCH_RANKED
         if match not in selectors.MATCH_MODES:
             raise serializers.ValidationError({"match": [f"must be one of {', '.join(selectors.MATCH_MODES)}."]})
         if query_text:
             found = selectors.entry_search(
-                owner=request_account(request), uid=uid, query_text=query_text, kind=kind, match=match
+                owner=request_account(request), uid=uid, query_text=query_text, filters=filters, match=match
             )
             response = _paginate(self, request, found.entries, SearchResultSerializer)
             response[RANKING_HEADER] = found.ranking
             return response
-        entries = selectors.entry_list(owner=request_account(request), uid=uid, kind=kind)
+        entries = selectors.entry_list(owner=request_account(request), uid=uid, filters=filters)
         return _paginate(self, request, entries, EntrySerializer)
 
     @extend_schema(

@@ -26,8 +26,9 @@ from pydantic import Field, ValidationError
 
 from memories import context, selectors, services
 from memories.api.serializers import ContextBlockSerializer, EventSerializer, entry_data
+from memories.filters import filter_from_arguments
 from memories.models import DEFAULT_KIND, KEY_MAX_LENGTH, UID_MAX_LENGTH, MemoryEntry
-from memories.validation import InvalidField, check_key, check_uid
+from memories.validation import EXPIRY_MAX_SECONDS, InvalidField, check_key, check_uid
 
 SERVER_NAME = "memoryhub"
 INSTRUCTIONS = (
@@ -56,6 +57,8 @@ Key = Annotated[
         "e.g. 'language' or 'editor'. Storing under an existing key replaces its value.",
     ),
 ]
+# A value a recall's meta filter compares a field with.
+MetaFilterValue = str | int | float | bool
 PageNumber = Annotated[int, Field(ge=1, description="Which page, from 1.")]
 PageSize = Annotated[int, Field(ge=1, le=settings.MEMORYHUB_MAX_PAGE_SIZE, description="Items per page.")]
 
@@ -182,6 +185,15 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                 "out: the account's default for a new memory; an existing memory keeps its own."
             ),
         ] = None,
+        ttl: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=EXPIRY_MAX_SECONDS,
+                description="Seconds until the memory expires and is forgotten (e.g. 86400 for a day); "
+                "left out, an existing memory keeps its expiry and a new one never expires.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         account = account_for(ctx)
 
@@ -195,6 +207,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                     kind=kind,
                     meta=meta,
                     privacy=privacy,
+                    ttl=ttl,
                     actor=account,
                     expected_version=expected_version,
                 )
@@ -250,14 +263,25 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                 description="The most memories to return.",
             ),
         ] = settings.MEMORYHUB_QUERY_LIMIT,
-        kind: Annotated[str | None, Field(description="Only memories of this kind.")] = None,
+        kind: Annotated[
+            str | list[str] | None,
+            Field(description="Only memories of this kind, or of one of these kinds."),
+        ] = None,
+        meta: Annotated[
+            dict[str, MetaFilterValue | list[MetaFilterValue]] | None,
+            Field(
+                description="Only memories whose meta has each of these top-level fields equal to the value given "
+                '(or to one of the values of a list), e.g. {"project": "apollo"}.'
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         account = account_for(ctx)
 
         def work() -> dict[str, Any]:
             check_uid(uid)
             context.check_query_text(query, field="query")
-            found = selectors.entry_search(owner=account, uid=uid, query_text=query, kind=kind or None)
+            filters = filter_from_arguments(kind=kind or None, meta=meta)
+            found = selectors.entry_search(owner=account, uid=uid, query_text=query, filters=filters)
             results = [_entry_data(entry) for entry in found.entries[:limit]]
             return {"uid": uid, "query": query, "count": len(results), "results": results, "ranking": found.ranking}
 

@@ -35,6 +35,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet, TextChoices
 from django.db.models.expressions import RawSQL
 
+from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
 
@@ -177,7 +178,7 @@ def _words_ids_sqlite(owner_id: int, uid: str, terms: tuple[str, ...]) -> tuple[
 
 
 def _candidates_sqlite(
-    owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int, *, with_text: bool
+    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int, *, with_text: bool
 ) -> list[tuple]:
     """(id, score[, key_folded, value_folded]) best first, ties newest first.
 
@@ -185,17 +186,17 @@ def _candidates_sqlite(
     ranked by bm25 (hub-wide word statistics; the scope column weighs nothing).
     """
     rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
-    kind_filter = f" AND +{ENTRY_TABLE}.kind = %s" if kind else ""
+    filter_sql, filter_params = filters.sql()
     text = ", key_folded, value_folded" if with_text else ""
     sql = (
         f"SELECT id, score{text} FROM ("
         f"SELECT {ENTRY_TABLE}.id AS id, -bm25({WORDS_TABLE}, {SCOPE_WEIGHT}, {KEY_WEIGHT}, {VALUE_WEIGHT}) AS score, "
         f"{ENTRY_TABLE}.updated AS updated{text.replace(', ', f', {ENTRY_TABLE}.')} "
         f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {_entry_id(WORDS_TABLE)} "
-        f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{kind_filter} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
+        f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{filter_sql} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
         f") ORDER BY score DESC, updated DESC, id DESC"
     )
-    params: list[str | int] = [_terms_match(query.ranking_terms), *rows_params, *([kind] if kind else []), limit]
+    params: list[str | int] = [_terms_match(query.ranking_terms), *rows_params, *filter_params, limit]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -213,7 +214,7 @@ def _idf(documents: float, holding: float) -> float:
 
 
 def _candidates_postgres(
-    owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int, *, with_text: bool
+    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int, *, with_text: bool
 ) -> list[tuple]:
     """Ranked as bm25 would on SQLite, as far as PostgreSQL allows: ts_rank of each term (a hit in
     the key weighs four times one in the value, more hits weigh more) times the term's inverse
@@ -221,7 +222,7 @@ def _candidates_postgres(
     terms = query.ranking_terms
     tsquery, tsquery_params = _postgres_query(terms)
     term_query = "phraseto_tsquery('simple'::regconfig, %s)"
-    kind_filter = " AND kind = %s" if kind else ""
+    filter_sql, filter_params = filters.sql()
     ranks = ", ".join(f"ts_rank('{POSTGRES_RANK_WEIGHTS}', {POSTGRES_WORDS}, {term_query})" for _ in terms)
     frequencies = ", ".join(
         f"(SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {term_query} LIMIT %s) AS d)"
@@ -230,7 +231,7 @@ def _candidates_postgres(
     # MATERIALIZED: the user's hits are gathered through the GIN index first; left to itself, the
     # planner may walk the primary key backwards and test every row of the hub against the query.
     sql = (
-        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{kind_filter} "
+        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
         f"AND {POSTGRES_WORDS} @@ {tsquery}), "
         f"newest AS (SELECT id FROM hits ORDER BY id DESC LIMIT %s), "
         # The table's size as of its last ANALYZE (import_memories runs one); never below a term's count.
@@ -240,7 +241,7 @@ def _candidates_postgres(
         f"frequency.*, {ranks} "
         f"FROM newest JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = newest.id CROSS JOIN frequency"
     )
-    params: list[str | int] = [owner_id, uid, *([kind] if kind else []), *tsquery_params, limit]
+    params: list[str | int] = [owner_id, uid, *filter_params, *tsquery_params, limit]
     for term in terms:
         params += [term, DOCUMENT_FREQUENCY_LIMIT]
     params += terms
@@ -257,9 +258,16 @@ def _candidates_postgres(
 
 
 def lexical_candidates(
-    *, owner_id: int, uid: str, query_text: str, kind: str | None = None, limit: int = RANK_CAP
+    *,
+    owner_id: int,
+    uid: str,
+    query_text: str,
+    kind: str | None = None,
+    limit: int = RANK_CAP,
+    filters: EntryFilter | None = None,
 ) -> list[Candidate]:
-    """The entries of (owner_id, uid) that hold any of the query's words as a whole word, best first.
+    """The entries of (owner_id, uid) that hold any of the query's words as a whole word, best first,
+    among those the filter lets through (by default: every entry not expired).
 
     Each candidate carries its score (bm25 on SQLite, ts_rank on PostgreSQL; higher is better, only
     comparable within one query) and the query's words and phrases it holds. At most limit
@@ -271,13 +279,14 @@ def lexical_candidates(
     fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
     return [
         Candidate(entry_id=entry_id, score=score, matched_terms=_matched_terms(query, key_folded, value_folded))
-        for entry_id, score, key_folded, value_folded in fetch(owner_id, uid, kind, query, limit, with_text=True)
+        for entry_id, score, key_folded, value_folded in fetch(
+            owner_id, uid, filter_with_kind(filters, kind), query, limit, with_text=True
+        )
     ]
 
 
-def _user_entries(owner_id: int, uid: str, kind: str | None) -> QuerySet[MemoryEntry]:
-    entries = MemoryEntry.objects.filter(owner_id=owner_id, uid=uid)
-    return entries.filter(kind=kind) if kind else entries
+def _user_entries(owner_id: int, uid: str, filters: EntryFilter) -> QuerySet[MemoryEntry]:
+    return MemoryEntry.objects.filter(filters.condition(), owner_id=owner_id, uid=uid)
 
 
 def _match_ids_sqlite(owner_id: int, uid: str, query: LexicalQuery) -> tuple[str, list[str | int]]:
@@ -314,16 +323,20 @@ def match_filter(*, owner_id: int, uid: str, query: LexicalQuery) -> Q:
     return condition
 
 
-def matches(*, owner_id: int, uid: str, kind: str | None, query: LexicalQuery) -> QuerySet[MemoryEntry]:
-    """Every entry of (owner_id, uid) that matches the query, unordered."""
-    return _user_entries(owner_id, uid, kind).filter(match_filter(owner_id=owner_id, uid=uid, query=query))
+def matches(
+    *, owner_id: int, uid: str, kind: str | None, query: LexicalQuery, filters: EntryFilter | None = None
+) -> QuerySet[MemoryEntry]:
+    """Every entry of (owner_id, uid) that matches the query and the filter, unordered."""
+    entries = _user_entries(owner_id, uid, filter_with_kind(filters, kind))
+    return entries.filter(match_filter(owner_id=owner_id, uid=uid, query=query))
 
 
-def _count_sqlite(owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int) -> int:
+def _count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
     ids, params = _match_ids_sqlite(owner_id, uid, query)
-    if kind:
-        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({ids}) AND +kind = %s LIMIT %s)"
-        params = [*params, kind, limit]
+    filter_sql, filter_params = filters.sql()
+    if filter_sql:
+        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({ids}){filter_sql} LIMIT %s)"
+        params = [*params, *filter_params, limit]
     else:
         sql, params = f"SELECT count(*) FROM ({ids} LIMIT %s)", [*params, limit]
     with connection.cursor() as cursor:
@@ -332,7 +345,7 @@ def _count_sqlite(owner_id: int, uid: str, kind: str | None, query: LexicalQuery
 
 
 def _tail_sqlite(
-    owner_id: int, uid: str, kind: str | None, query: LexicalQuery, *, columns: str, exclude: list[int], many: bool
+    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, *, columns: str, exclude: list[int], many: bool
 ) -> tuple[str, list[str | int]]:
     """SQL selecting columns of the user's matching entries, but those in exclude, newest first (LIMIT and
     OFFSET to add).
@@ -351,21 +364,22 @@ def _tail_sqlite(
         where = f"owner_id = %s AND uid = %s AND ({' OR '.join(holds)})"
     else:
         where = f"id IN ({ids})"
-    if kind:
-        where += " AND +kind = %s"
-        params.append(kind)
+    filter_sql, filter_params = filters.sql()
+    where += filter_sql
+    params += filter_params
     if exclude:
         where += f" AND id NOT IN ({', '.join(['%s'] * len(exclude))})"
         params += exclude
     return f"SELECT {columns} FROM {ENTRY_TABLE} WHERE {where} ORDER BY updated DESC, id DESC", params
 
 
-def _word_count_sqlite(owner_id: int, uid: str, kind: str | None, query: LexicalQuery, limit: int) -> int:
-    """How many of the user's entries hold a query word whole, up to limit: the words index alone."""
+def _word_count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
+    """How many of the user's entries hold a query word whole (and pass the filter), up to limit."""
     words, params = _words_ids_sqlite(owner_id, uid, query.ranking_terms)
-    if kind:
-        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({words}) AND +kind = %s LIMIT %s)"
-        params += [kind, limit]
+    filter_sql, filter_params = filters.sql()
+    if filter_sql:
+        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({words}){filter_sql} LIMIT %s)"
+        params += [*filter_params, limit]
     else:
         sql = f"SELECT count(*) FROM ({words} LIMIT %s)"
         params.append(limit)
@@ -382,8 +396,12 @@ class LexicalMatches:
     order_at(offset) names the order the results from that offset on are in.
     """
 
-    def __init__(self, *, owner_id: int, uid: str, kind: str | None, query_text: str) -> None:
+    def __init__(
+        self, *, owner_id: int, uid: str, kind: str | None, query_text: str, filters: EntryFilter | None = None
+    ) -> None:
         self.owner_id, self.uid, self.kind = owner_id, uid, kind
+        # What the matches are narrowed to beyond the user: kind folded in, expired entries left out.
+        self.filters = filter_with_kind(filters, kind)
         self.query = query_parse(query_text)
         self._candidates: list[Candidate] | None = None
         self._count: int | None = None
@@ -395,7 +413,7 @@ class LexicalMatches:
                 self._candidates = []
             else:
                 fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
-                rows = fetch(self.owner_id, self.uid, self.kind, self.query, RANK_CAP, with_text=False)
+                rows = fetch(self.owner_id, self.uid, self.filters, self.query, RANK_CAP, with_text=False)
                 self._candidates = [Candidate(entry_id=entry_id, score=score) for entry_id, score in rows]
         return self._candidates
 
@@ -405,12 +423,12 @@ class LexicalMatches:
             if connection.vendor == "postgresql":
                 self._count = self._queryset()[: COUNT_LIMIT + 1].count()
             elif len(self.candidates) == RANK_CAP and (
-                _word_count_sqlite(self.owner_id, self.uid, self.kind, self.query, COUNT_LIMIT + 1) > COUNT_LIMIT
+                _word_count_sqlite(self.owner_id, self.uid, self.filters, self.query, COUNT_LIMIT + 1) > COUNT_LIMIT
             ):
                 # More than COUNT_LIMIT hold a word whole: no need to count the substrings too.
                 self._count = COUNT_LIMIT + 1
             else:
-                self._count = _count_sqlite(self.owner_id, self.uid, self.kind, self.query, COUNT_LIMIT + 1)
+                self._count = _count_sqlite(self.owner_id, self.uid, self.filters, self.query, COUNT_LIMIT + 1)
         return self._count
 
     @property
@@ -424,7 +442,7 @@ class LexicalMatches:
         return Order.RELEVANCE if offset < len(self.candidates) else Order.NEWEST
 
     def _queryset(self) -> QuerySet[MemoryEntry]:
-        return matches(owner_id=self.owner_id, uid=self.uid, kind=self.kind, query=self.query)
+        return matches(owner_id=self.owner_id, uid=self.uid, kind=None, query=self.query, filters=self.filters)
 
     def __iter__(self) -> Iterator[MemoryEntry]:
         """Every match: the ranked candidates, then all the others newest first."""
@@ -457,7 +475,7 @@ class LexicalMatches:
         return _tail_sqlite(
             self.owner_id,
             self.uid,
-            self.kind,
+            self.filters,
             self.query,
             columns=columns,
             exclude=[candidate.entry_id for candidate in self.candidates],

@@ -6,12 +6,22 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import models, transaction
+from django.utils import timezone
 
 from memories.models import GuardMode, HeldWrite, MemoryEntry
 from memories.selectors import account_policy
-from memories.services.entries import VersionConflict, entry_delete, entry_put
+from memories.services.entries import KEEP, VersionConflict, entry_delete, entry_put
 from memories.services.guarding import CLEAN, GuardDecision, guard_decide, held_write_new
-from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
+from memories.validation import (
+    InvalidField,
+    check_key,
+    check_kind,
+    check_meta,
+    check_privacy,
+    check_uid,
+    check_value,
+    expiry_from,
+)
 
 BATCH_MAX_OPERATIONS = 500
 
@@ -23,7 +33,7 @@ class BatchOp(models.TextChoices):
 
 @dataclass(frozen=True)
 class BatchOperation:
-    """One put or delete in a batch; value is required for a put."""
+    """One put or delete in a batch; value is required for a put. ttl or expires as entry_put takes them."""
 
     op: str
     key: str
@@ -32,6 +42,8 @@ class BatchOperation:
     meta: dict | None = None
     privacy: str | None = None
     expected_version: int | None = None
+    ttl: object = None
+    expires: object = KEEP
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,11 @@ def check_put_has_value(op: str, value: object) -> None:
         raise InvalidField("value", "This field is required for a put.")
 
 
+def _check_expiry(operation: BatchOperation) -> None:
+    expires = None if operation.expires is KEEP else operation.expires
+    expiry_from(expires=expires, ttl=operation.ttl, now=timezone.now())
+
+
 def _batch_operation_errors(operation: BatchOperation) -> dict[str, list[str]]:
     """Every rule an operation breaks, by field, as the API's serializer names them."""
     errors: dict[str, list[str]] = {}
@@ -110,6 +127,8 @@ def _batch_operation_errors(operation: BatchOperation) -> dict[str, list[str]]:
             checks.append((check_meta, operation.meta))
         if operation.privacy is not None:
             checks.append((check_privacy, operation.privacy))
+    if operation.op == BatchOp.PUT:
+        checks.append((_check_expiry, operation))
     for check, field_value in checks:
         try:
             check(field_value)
@@ -198,6 +217,8 @@ def entries_batch(
                         kind=operation.kind,
                         meta=operation.meta,
                         privacy=operation.privacy,
+                        ttl=operation.ttl,
+                        expires=operation.expires,
                         actor=actor,
                         expected_version=operation.expected_version,
                         guard_decision=decision,

@@ -1,13 +1,21 @@
-"""Single entries: put, update, delete, restore, and forgetting (or erasing) a user.
+"""Single entries: put, update, delete, restore, expiry, and forgetting (or erasing) a user.
 
 Each function is one transaction that writes the entry, its history (MemoryEvent), when sync is
 on its sync task, and when its text changed the mark that its vector is wanted again. A local entry
 (privacy `local`) gets no sync task; one made local has its Honcho session deleted and any remote
 vector of it dropped.
+
+An entry whose expiry has passed is gone for every write as for every read: a put creates the key
+anew (the expired row is recorded as expired and removed first, so the version goes on), an update
+or a delete finds nothing. The worker removes the rest (entries_expire).
 """
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Literal
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -28,7 +36,7 @@ from memories.models import (
     new_honcho_session_id,
 )
 from memories.services.guarding import GuardDecision, WriteHeld, guard_decide, held_write_new
-from memories.validation import check_key, check_kind, check_meta, check_privacy, check_uid, check_value
+from memories.validation import check_key, check_kind, check_meta, check_privacy, check_uid, check_value, expiry_from
 
 
 class EntryNotFound(LookupError):
@@ -37,6 +45,18 @@ class EntryNotFound(LookupError):
 
 # The expected_version that asks for an entry that does not exist yet: a create-only write.
 ABSENT_VERSION = 0
+# The most expired entries one call of entries_expire removes (one transaction).
+EXPIRY_BATCH = 500
+
+
+class Keep(Enum):
+    """A field a write leaves out: the entry keeps what it has (None would clear it)."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+Expires = datetime | None | Literal[Keep.KEEP]
 
 
 class VersionConflict(Exception):
@@ -63,10 +83,22 @@ class PutResult:
     changed: bool
 
 
-def _locked_entry(*, owner: User, uid: str, key: str) -> MemoryEntry | None:
+def _locked_entry(*, owner: User, uid: str, key: str, now: datetime | None = None) -> MemoryEntry | None:
+    """The entry, locked; an entry whose expiry has passed is recorded as expired and removed, and None returned."""
     # (owner, uid, key) is unique: the one row, with no ORDER BY (first() would add one).
     found = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid, key=key)[:1])
-    return found[0] if found else None
+    entry = found[0] if found else None
+    if entry is not None and entry.expired(now or timezone.now()):
+        entries_expired_remove([entry], at=now or timezone.now())
+        return None
+    return entry
+
+
+def _expiry(*, expires: object, ttl: object, now: datetime) -> Expires:
+    """What a write sets the expiry to: from ttl or expires (checked), None to clear it, KEEP when neither is given."""
+    if ttl is None and expires is KEEP:
+        return KEEP
+    return expiry_from(expires=None if expires is KEEP else expires, ttl=ttl, now=now)
 
 
 def _insert(entry: MemoryEntry) -> IntegrityError | None:
@@ -109,7 +141,7 @@ def _check_expected(entry: MemoryEntry | None, expected_version: int | None) -> 
 
 
 def _event(entry: MemoryEntry, *, action: str, actor: User | None, before: MemoryEntry | None) -> MemoryEvent:
-    after = entry if action != MemoryEvent.Action.DELETE else None
+    after = entry if action not in (MemoryEvent.Action.DELETE, MemoryEvent.Action.EXPIRE) else None
     return MemoryEvent(
         owner_id=entry.owner_id,
         uid=entry.uid,
@@ -124,9 +156,46 @@ def _event(entry: MemoryEntry, *, action: str, actor: User | None, before: Memor
         meta_after=after.meta if after else None,
         privacy_before=before.privacy if before else None,
         privacy_after=after.privacy if after else None,
-        actor_id=actor.pk if actor is not None else entry.owner_id,
+        # No account expires an entry: the clock does.
+        actor_id=None if action == MemoryEvent.Action.EXPIRE else actor.pk if actor is not None else entry.owner_id,
         at=timezone.now(),
     )
+
+
+def entries_expired_remove(entries: Sequence[MemoryEntry], *, at: datetime) -> None:
+    """Remove these entries, whose expiry has passed, as a delete would: an "expire" event each (no actor),
+    their Honcho sessions queued for deletion when sync is on. Call it in the transaction that locked them."""
+    if not entries:
+        return
+    MemoryEvent.objects.bulk_create(
+        _event(entry, action=MemoryEvent.Action.EXPIRE, actor=None, before=entry) for entry in entries
+    )
+    by_owner: dict[int, list[MemoryEntry]] = defaultdict(list)
+    for entry in entries:
+        by_owner[entry.owner_id].append(entry)
+    for owned in by_owner.values():
+        sync_outbox_record(owner=owned[0].owner, entries=owned, deleted=True)
+    MemoryEntry.objects.filter(pk__in=[entry.pk for entry in entries]).delete()
+
+
+def entries_expire(*, now: datetime | None = None, limit: int = EXPIRY_BATCH) -> int:
+    """Remove up to limit entries of any account whose expiry has passed (the worker's job); how many went.
+
+    One transaction: each removed entry gets an "expire" event in its history, with no actor, and
+    when sync is on its Honcho session is deleted as a delete's would be. Reads stopped showing
+    these entries when they expired; this only frees their rows. Rows another worker holds are
+    skipped (PostgreSQL), so two workers never remove one entry twice.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        entries = list(
+            MemoryEntry.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(expires__lte=now)
+            .select_related("owner")
+            .order_by("expires", "id")[:limit]
+        )
+        entries_expired_remove(entries, at=now)
+    return len(entries)
 
 
 def sync_outbox_record(*, owner: User, entries: Sequence[MemoryEntry], deleted: bool = False) -> None:
@@ -187,7 +256,9 @@ def account_default_privacy(owner: User) -> str:
 
 
 def _snapshot(entry: MemoryEntry) -> MemoryEntry:
-    return MemoryEntry(value=entry.value, kind=entry.kind, meta=entry.meta, privacy=entry.privacy)
+    return MemoryEntry(
+        value=entry.value, kind=entry.kind, meta=entry.meta, privacy=entry.privacy, expires=entry.expires
+    )
 
 
 def _apply_change(
@@ -200,19 +271,28 @@ def _apply_change(
     privacy: str | None,
     actor: User | None,
     guard_flags: str | None = None,
+    expires: Expires = KEEP,
 ) -> PutResult:
     before = _snapshot(entry)
     new_value = entry.value if value is None else value
     new_kind = entry.kind if kind is None else kind
     new_meta = entry.meta if meta is None else meta
     new_privacy = entry.privacy if privacy is None else privacy
-    if (new_value, new_kind, new_meta, new_privacy) == (entry.value, entry.kind, entry.meta, entry.privacy):
+    new_expires = entry.expires if expires is KEEP else expires
+    if (new_value, new_kind, new_meta, new_privacy, new_expires) == (
+        entry.value,
+        entry.kind,
+        entry.meta,
+        entry.privacy,
+        entry.expires,
+    ):
         return PutResult(entry=entry, created=False, changed=False)
-    fields = ["value", "value_folded", "kind", "meta", "privacy", "version", "updated"]
+    fields = ["value", "value_folded", "kind", "meta", "privacy", "expires", "version", "updated"]
     if new_privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL:
         privacy_withdraw(owner=owner, entries=[entry])
         fields.append("honcho_session_id")
     entry.value, entry.kind, entry.meta, entry.privacy = new_value, new_kind, new_meta, new_privacy
+    entry.expires = new_expires
     if guard_flags is not None:
         entry.guard_flags = guard_flags
         fields.append("guard_flags")
@@ -236,11 +316,17 @@ def entry_put(
     kind: str | None = None,
     meta: dict | None = None,
     privacy: str | None = None,
+    expires: object = KEEP,
+    ttl: object = None,
     actor: User | None = None,
     expected_version: int | None = None,
     guard_decision: GuardDecision | None = None,
 ) -> PutResult:
     """Create the entry (owner, uid, key) or replace its value.
+
+    ttl (seconds from now) or expires (an aware time in the future) sets when the entry expires;
+    expires=None clears it; leaving both out keeps the entry's (none on creation). An entry whose
+    expiry has passed counts as absent: the put creates the key anew (created, 201).
 
     A new entry starts at version 1, or when (uid, key) was deleted before, at the version after
     the last one its history holds: a version never repeats for a key. kind, meta and privacy left
@@ -265,6 +351,8 @@ def entry_put(
         check_meta(meta)
     if privacy is not None:
         check_privacy(privacy)
+    now = timezone.now()
+    new_expires = _expiry(expires=expires, ttl=ttl, now=now)
     decision = guard_decision if guard_decision is not None else guard_decide(owner=owner, key=key, value=value)
     with transaction.atomic():
         outcome = _put_locked(
@@ -275,6 +363,8 @@ def entry_put(
             kind=kind,
             meta=meta,
             privacy=privacy,
+            expires=new_expires,
+            now=now,
             actor=actor,
             expected_version=expected_version,
             decision=decision,
@@ -293,12 +383,14 @@ def _put_locked(
     kind: str | None,
     meta: dict | None,
     privacy: str | None,
+    expires: Expires,
+    now: datetime,
     actor: User | None,
     expected_version: int | None,
     decision: GuardDecision,
 ) -> PutResult | HeldWrite:
     """entry_put inside its transaction: the held write (saved) when the guard holds it, else the put's result."""
-    entry = _locked_entry(owner=owner, uid=uid, key=key)
+    entry = _locked_entry(owner=owner, uid=uid, key=key, now=now)
     _check_expected(entry, expected_version)
     if decision.hold:
         held = held_write_new(
@@ -315,7 +407,6 @@ def _put_locked(
         held.save()
         return held
     if entry is None:
-        now = timezone.now()
         entry = MemoryEntry(
             owner=owner,
             uid=uid,
@@ -324,6 +415,7 @@ def _put_locked(
             kind=kind or DEFAULT_KIND,
             meta=meta if meta is not None else {},
             privacy=privacy or account_default_privacy(owner),
+            expires=None if expires is KEEP else expires,
             created=now,
             updated=now,
             version=_last_version(owner=owner, uid=uid, key=key) + 1,
@@ -351,6 +443,7 @@ def _put_locked(
         privacy=privacy,
         actor=actor,
         guard_flags=decision.flags,
+        expires=expires,
     )
 
 
@@ -363,10 +456,13 @@ def entry_update(
     kind: str | None = None,
     meta: dict | None = None,
     privacy: str | None = None,
+    expires: object = KEEP,
+    ttl: object = None,
     actor: User | None = None,
     expected_version: int | None = None,
 ) -> PutResult:
-    """Change some fields of an existing entry; raises EntryNotFound when there is none.
+    """Change some fields of an existing entry (expires and ttl as entry_put takes them); raises
+    EntryNotFound when there is none or its expiry has passed.
 
     A new value passes the write guard as entry_put's does (WriteHeld when the account holds it).
     """
@@ -378,6 +474,7 @@ def entry_update(
         check_meta(meta)
     if privacy is not None:
         check_privacy(privacy)
+    new_expires = _expiry(expires=expires, ttl=ttl, now=timezone.now())
     decision = guard_decide(owner=owner, key=key, value=value) if value is not None else None
     held: HeldWrite | None = None
     with transaction.atomic():
@@ -411,6 +508,7 @@ def entry_update(
                 privacy=privacy,
                 actor=actor,
                 guard_flags=decision.flags if decision is not None else None,
+                expires=new_expires,
             )
     if held is not None:
         raise WriteHeld(held)

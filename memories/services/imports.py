@@ -50,6 +50,8 @@ class ImportRecord:
     privacy: str | None = None
     # Set by the import's write guard, never read from a file: the rules the record broke, as stored.
     guard_flags: str = ""
+    # When the entry expires (None: never); a time already past is kept, and the entry is as expired.
+    expires: datetime | None = None
 
 
 @dataclass
@@ -74,7 +76,7 @@ def _check_import_record(record: ImportRecord, *, now: datetime) -> None:
     check_meta(record.meta)
     if record.privacy is not None:
         check_privacy(record.privacy)
-    for name in ("created", "updated"):
+    for name in ("created", "updated", "expires"):
         moment = getattr(record, name)
         if moment is not None and (not isinstance(moment, datetime) or timezone.is_naive(moment)):
             raise InvalidField(name, "must be a date and time with a time zone (ISO 8601).")
@@ -149,7 +151,7 @@ def _new_entry_version(record: ImportRecord, latest: MemoryEvent | None) -> int:
 
 ENTRY_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version",
-    "honcho_session_id", "key_folded", "value_folded", "guard_flags",
+    "honcho_session_id", "key_folded", "value_folded", "guard_flags", "expires",
 )  # fmt: skip
 EVENT_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
@@ -223,7 +225,7 @@ def _import_round(
             new_rows.append(
                 (owner.pk, record.uid, record.key, record.value, record.kind, meta, privacy,
                  as_db_time(created), as_db_time(updated), version, session_id,
-                 fold(record.key), fold(record.value), record.guard_flags)
+                 fold(record.key), fold(record.value), record.guard_flags, as_db_time(record.expires))
             )  # fmt: skip
             # What the sync outbox reads of a created entry: its identity, version and session.
             created_entries.append(
@@ -245,7 +247,13 @@ def _import_round(
             )  # fmt: skip
             continue
         privacy = record.privacy or entry.privacy
-        if (entry.value, entry.kind, entry.meta, entry.privacy) == (record.value, record.kind, record.meta, privacy):
+        if (entry.value, entry.kind, entry.meta, entry.privacy, entry.expires) == (
+            record.value,
+            record.kind,
+            record.meta,
+            privacy,
+            record.expires,
+        ):
             counts.unchanged += 1
         else:
             event_rows.append(
@@ -260,6 +268,7 @@ def _import_round(
                 made_local.append(entry)
             entry.value, entry.kind, entry.meta, entry.privacy = record.value, record.kind, record.meta, privacy
             entry.guard_flags = record.guard_flags
+            entry.expires = record.expires
             entry.value_folded = fold(record.value)
             entry.version = max(entry.version + 1, record.version or 1)
             entry.updated = now
@@ -288,6 +297,7 @@ def _import_round(
                 "updated",
                 "honcho_session_id",
                 "guard_flags",
+                "expires",
             ],
         )
     _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
@@ -645,7 +655,8 @@ class _Restore:
                      as_db_time(record.created), as_db_time(record.updated), record.version, session_id,
                      fold(record.key), fold(record.value),
                      # A backup is restored exactly, never held: the guard only marks what it would flag.
-                     guard_decide(owner=owner, key=record.key, value=record.value).flags)
+                     guard_decide(owner=owner, key=record.key, value=record.value).flags,
+                     as_db_time(record.expires))
                 )  # fmt: skip
                 # What the sync outbox and the embedding marks read of a restored entry.
                 restored.setdefault(owner.pk, (owner, []))[1].append(

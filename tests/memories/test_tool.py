@@ -162,8 +162,10 @@ def test_the_schema_is_the_tools_function_calling_schema(owner_api):
         "info",
         "evaluate",
     ]
-    # the reference tool's arguments, and the hub's optional privacy for store
-    assert set(schema["parameters"]["properties"]) == {"action", "uid", "key", "value", "query", "meta", "privacy"}
+    # the reference tool's arguments, and the hub's optional privacy and ttl (store) and kind filter (query)
+    assert set(schema["parameters"]["properties"]) == {
+        "action", "uid", "key", "value", "query", "meta", "privacy", "kind", "ttl",
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("key", [1, ["language"], {"k": "language"}, True])

@@ -99,7 +99,7 @@ def test_an_import_after_a_delete_goes_on_from_the_last_version(deleted_at_two, 
     backup = tmp_path / "backup.jsonl"
     with backup.open("wb") as destination:
         exchange.write_export(
-            [("owner", "alice", "editor", "vim", "preference", {}, "shared", moment, moment, 1)], destination
+            [("owner", "alice", "editor", "vim", "preference", {}, "shared", moment, moment, 1, None)], destination
         )
     call_command("import_memories", str(backup), "--quiet")
     assert _version(owner) == 3

@@ -26,16 +26,27 @@ class Command(BaseCommand):
             action="store_true",
             help="A full backup: every entry and every history event (format version 2).",
         )
+        parser.add_argument(
+            "--include-expired",
+            action="store_true",
+            help="Also the entries whose expiry has passed and that the worker has not deleted yet.",
+        )
 
     def handle(
-        self, *args: object, file: str, owner: str | None, with_history: bool = False, **options: object
+        self,
+        *args: object,
+        file: str,
+        owner: str | None,
+        with_history: bool = False,
+        include_expired: bool = False,
+        **options: object,
     ) -> None:
         account = None
         if owner is not None:
             account = get_user_model().objects.filter(username=owner).first()
             if account is None:
                 raise CommandError(f"No account named {owner!r}.")
-        rows = selectors.entry_export_rows(owner=account)
+        rows = selectors.entry_export_rows(owner=account, include_expired=include_expired)
 
         def write(destination: IO[bytes]) -> exchange.ExportHeader:
             if with_history:

@@ -53,12 +53,14 @@ def test_once_drains_the_outbox_and_runs_pending_evaluations_then_exits(owner, s
     assert lines[0] == "sync: pushed 2, failed 0 (0 to retry, 0 parked); outbox now: 0 pending, 0 failed"
     assert lines[1] == "embeddings: embedded 2 entries in 1 batches"
     assert lines[2] == f"evaluation: run {run.pk} done"
-    assert lines[-1] == "work: sync 2 done, 0 failed; embeddings 2 done, 0 failed; evaluation 1 done, 0 failed"
+    assert lines[-1] == (
+        "work: sync 2 done, 0 failed; embeddings 2 done, 0 failed; evaluation 1 done, 0 failed; expiry 0 done, 0 failed"
+    )
     assert len(served_double.sessions("memoryhub-tests")) == 2
     run.refresh_from_db()
     assert run.status == EvaluationRun.Status.DONE and run.results.count() == 1
     status = work_status()
-    assert status.worker_seen and status.waiting == {"sync": 0, "embeddings": 0, "evaluation": 0}
+    assert status.worker_seen and status.waiting == {"sync": 0, "embeddings": 0, "evaluation": 0, "expiry": 0}
 
 
 def test_without_honcho_the_worker_says_so_and_does_the_rest(db, settings):
@@ -66,7 +68,10 @@ def test_without_honcho_the_worker_says_so_and_does_the_rest(db, settings):
     evaluation_request(backend_names=["null"], ops=1)
     out, err = work("--once")
     assert err == "work: no sync: Honcho is not configured (HONCHO_URL or HONCHO_API_KEY)\n"
-    assert out.splitlines()[-1] == "work: embeddings 0 done, 0 failed; evaluation 1 done, 0 failed"
+    assert (
+        out.splitlines()[-1]
+        == "work: embeddings 0 done, 0 failed; evaluation 1 done, 0 failed; expiry 0 done, 0 failed"
+    )
     with pytest.raises(CommandError, match="no kind of work can run here"):
         work("--once", "--kind", "sync")
 
@@ -81,6 +86,7 @@ def test_the_kinds_come_from_the_settings(settings):
         "memories.jobs.sync_job",
         "memories.jobs.embedding_job",
         "evaluation.jobs.evaluation_job",
+        "memories.jobs.expiry_job",
     ]
     settings.MEMORYHUB_JOB_KINDS = ["evaluation.jobs.evaluation_job"]
     assert [kind.name for kind in job_kinds()] == ["evaluation"]
@@ -98,7 +104,7 @@ def test_the_status_counts_waiting_work_and_a_worker_seen_within_the_minute_in_o
     assert (status.worker_seen, status.last_seen, status.waiting) == (
         False,
         None,
-        {"sync": 1, "embeddings": 1, "evaluation": 2},
+        {"sync": 1, "embeddings": 1, "evaluation": 2, "expiry": 0},
     )
 
     Worker(job_kinds(), name="elsewhere:1").beat()

@@ -1,0 +1,245 @@
+"""Which of a user's entries a read sees: expiry, kind and meta filters, as one condition.
+
+Every read of entries (memories.selectors, memories.search) narrows (owner, uid) with an
+EntryFilter, so each way in (REST, the tool, MCP, the dashboard, the context block, export) honours
+the same rules:
+
+- an entry whose expiry has passed is left out, unless the filter asks for expired entries too (the
+  owner's `?include_expired=1`);
+- `kinds`: only entries of one of these kinds (`?kind=` / `?kind__in=a,b`);
+- `meta`: for each field, only entries whose top-level meta field equals one of the values
+  (`?meta.FIELD=value`, `?meta.FIELD__in=a,b`). A value given as text also matches the number or
+  boolean it spells ("3" matches 3, "true" matches true), since a query string carries only text.
+
+The condition is a Q for the ORM, and the same condition compiled to SQL over the entry table for
+the search's own statements (EntryFilter.sql). On PostgreSQL a meta filter is JSON containment
+(`meta @> '{"FIELD": value}'`), which the GIN index of migration 0010 answers; on SQLite it is
+json_extract over the user's rows, which the (owner, uid) index narrows to first.
+"""
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q
+from django.db.models.fields.json import KeyTransform
+from django.utils import timezone
+
+from memories.models import MemoryEntry
+from memories.validation import InvalidField, check_kind
+
+# A meta field a filter names: letters, digits, '_' and '-', starting with a letter or '_'; top level only.
+META_FIELD_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+META_FIELD_MAX_LENGTH = 64
+# A filter value, as text, and how many a filter may hold (kinds, fields, values of one field).
+FILTER_VALUE_MAX_LENGTH = 200
+FILTER_MAX_VALUES = 50
+FILTER_MAX_FIELDS = 10
+META_PREFIX = "meta."
+IN_SUFFIX = "__in"
+INCLUDE_EXPIRED_PARAMETER = "include_expired"
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("", "0", "false", "no", "off")
+
+MetaScalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class EntryFilter:
+    """The entries of one user a read sees (the default: every entry not expired)."""
+
+    kinds: tuple[str, ...] = ()
+    meta: tuple[tuple[str, tuple[MetaScalar, ...]], ...] = ()
+    include_expired: bool = False
+    now: datetime = field(default_factory=timezone.now)
+
+    @property
+    def narrows(self) -> bool:
+        """Whether it asks for more than the unexpired entries (a kind or a meta field)."""
+        return bool(self.kinds or self.meta)
+
+    def condition(self) -> Q:
+        """The filter as a condition on MemoryEntry rows."""
+        condition = Q() if self.include_expired else Q(expires__isnull=True) | Q(expires__gt=self.now)
+        if len(self.kinds) == 1:
+            condition &= Q(kind=self.kinds[0])
+        elif self.kinds:
+            condition &= Q(kind__in=self.kinds)
+        for name, values in self.meta:
+            condition &= _meta_condition(name, values)
+        return condition
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The condition as SQL over the entry table (unaliased), with its parameters: " AND (...)" or ""."""
+        sql, params = self._compiled
+        return sql, list(params)
+
+    @cached_property
+    def _compiled(self) -> tuple[str, tuple[Any, ...]]:
+        # The ORM's own SQL for the condition, so the search's statements and the querysets agree.
+        condition = self.condition()
+        if not condition:
+            return "", ()
+        query = MemoryEntry.objects.filter(condition).query
+        where, params = query.get_compiler(connection=connection).compile(query.where)
+        return f" AND ({where})", tuple(params)
+
+
+def _meta_condition(name: str, values: tuple[MetaScalar, ...]) -> Q:
+    """Entries whose top-level meta field `name` equals one of the values (or the number or boolean it spells)."""
+    condition = Q()
+    for value in values:
+        for candidate in _typed(value):
+            if connection.vendor == "postgresql":
+                # JSON containment, which the GIN index over meta answers.
+                condition |= Q(meta__contains={name: candidate})
+            else:
+                # json_extract(meta, '$."name"') compared as JSON values: text to text, numbers to numbers.
+                field_value = KeyTransform(name, "meta")
+                exact = field_value.get_lookup("exact")
+                assert exact is not None  # JSONField's key transforms register exact
+                condition |= Q(exact(field_value, candidate))
+    return condition
+
+
+def _typed(value: MetaScalar) -> tuple[MetaScalar, ...]:
+    """The value, and when it is text that spells a JSON number or boolean, that value too."""
+    if not isinstance(value, str):
+        return (value,)
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return (value,)
+    if isinstance(parsed, bool | int) or (isinstance(parsed, float) and math.isfinite(parsed)):
+        return (value, parsed)
+    return (value,)
+
+
+def check_meta_field(name: object, *, parameter: str) -> str:
+    """A meta field name a filter may use; InvalidField names the parameter it came in."""
+    if not isinstance(name, str) or not name:
+        raise InvalidField(parameter, "must name a meta field.")
+    if len(name) > META_FIELD_MAX_LENGTH:
+        raise InvalidField(parameter, f"must name a meta field of at most {META_FIELD_MAX_LENGTH} characters.")
+    if not META_FIELD_PATTERN.fullmatch(name) or "__" in name:
+        raise InvalidField(
+            parameter,
+            "must name a top-level meta field: a letter or '_' first, then letters, digits, '_' or '-' (no '__').",
+        )
+    return name
+
+
+def _check_values(parameter: str, values: Iterable[object]) -> tuple[MetaScalar, ...]:
+    checked: list[MetaScalar] = []
+    for value in values:
+        if isinstance(value, str):
+            if not value or len(value) > FILTER_VALUE_MAX_LENGTH:
+                raise InvalidField(parameter, f"each value must be 1 to {FILTER_VALUE_MAX_LENGTH} characters.")
+        elif not isinstance(value, bool | int | float) or (isinstance(value, float) and not math.isfinite(value)):
+            raise InvalidField(parameter, "each value must be a string, a number or a boolean.")
+        checked.append(value)
+    if not checked:
+        raise InvalidField(parameter, "must hold at least one value.")
+    if len(checked) > FILTER_MAX_VALUES:
+        raise InvalidField(parameter, f"must hold at most {FILTER_MAX_VALUES} values; got {len(checked)}.")
+    return tuple(dict.fromkeys(checked))
+
+
+def _check_kinds(parameter: str, kinds: Iterable[object]) -> tuple[str, ...]:
+    checked = []
+    for kind in kinds:
+        try:
+            checked.append(check_kind(kind))
+        except InvalidField as error:
+            raise InvalidField(parameter, error.message) from None
+    if not checked:
+        raise InvalidField(parameter, "must hold at least one kind.")
+    if len(checked) > FILTER_MAX_VALUES:
+        raise InvalidField(parameter, f"must hold at most {FILTER_MAX_VALUES} kinds; got {len(checked)}.")
+    return tuple(dict.fromkeys(checked))
+
+
+def _flag(parameter: str, text: str) -> bool:
+    if text.lower() in TRUE_WORDS:
+        return True
+    if text.lower() in FALSE_WORDS:
+        return False
+    raise InvalidField(
+        parameter, f"must be one of {', '.join(TRUE_WORDS)} or {', '.join(w for w in FALSE_WORDS if w)}."
+    )
+
+
+def _split(text: str) -> list[str]:
+    return text.split(",")
+
+
+def filter_from_params(params: Mapping[str, str], *, now: datetime | None = None) -> EntryFilter:
+    """The filter a request's query string asks for: kind, kind__in, meta.FIELD, meta.FIELD__in, include_expired.
+
+    Other parameters are not the filter's and are left alone. Raises InvalidField naming the bad parameter.
+    """
+    kinds: tuple[str, ...] = ()
+    if params.get("kind") and params.get("kind__in"):
+        raise InvalidField("kind__in", "give kind or kind__in, not both.")
+    if params.get("kind"):
+        kinds = _check_kinds("kind", [params["kind"]])
+    elif "kind__in" in params:
+        kinds = _check_kinds("kind__in", _split(params["kind__in"]))
+    meta: dict[str, tuple[MetaScalar, ...]] = {}
+    for parameter in params:
+        if not parameter.startswith(META_PREFIX):
+            continue
+        name = parameter[len(META_PREFIX) :]
+        values: list[str] = [params[parameter]]
+        if name.endswith(IN_SUFFIX):
+            name, values = name[: -len(IN_SUFFIX)], _split(params[parameter])
+        check_meta_field(name, parameter=parameter)
+        if name in meta:
+            raise InvalidField(parameter, f"meta field {name!r} is filtered twice; give it once.")
+        meta[name] = _check_values(parameter, values)
+    if len(meta) > FILTER_MAX_FIELDS:
+        raise InvalidField("meta", f"at most {FILTER_MAX_FIELDS} meta fields may be filtered; got {len(meta)}.")
+    include_expired = _flag(INCLUDE_EXPIRED_PARAMETER, params.get(INCLUDE_EXPIRED_PARAMETER, ""))
+    return EntryFilter(
+        kinds=kinds, meta=tuple(meta.items()), include_expired=include_expired, now=now or timezone.now()
+    )
+
+
+def filter_from_arguments(*, kind: object = None, meta: object = None) -> EntryFilter:
+    """The filter a tool call asks for: kind (one kind, or a list of kinds), meta ({field: value or [values]}).
+
+    Raises InvalidField naming the bad argument (`meta.FIELD` for one field's values).
+    """
+    kinds: tuple[str, ...] = ()
+    if isinstance(kind, list):
+        kinds = _check_kinds("kind", kind)
+    elif kind is not None:
+        kinds = _check_kinds("kind", [kind])
+    fields: list[tuple[str, tuple[MetaScalar, ...]]] = []
+    if meta is not None:
+        if not isinstance(meta, dict):
+            raise InvalidField("meta", "must be a JSON object of meta fields and the values to match.")
+        if len(meta) > FILTER_MAX_FIELDS:
+            raise InvalidField("meta", f"at most {FILTER_MAX_FIELDS} meta fields may be filtered; got {len(meta)}.")
+        for name, wanted in meta.items():
+            check_meta_field(name, parameter="meta")
+            values = wanted if isinstance(wanted, list) else [wanted]
+            fields.append((name, _check_values(f"meta.{name}", values)))
+    return EntryFilter(kinds=kinds, meta=tuple(fields))
+
+
+def filter_with_kind(filters: "EntryFilter | None", kind: str | None) -> EntryFilter:
+    """filters (the default filter when None), narrowed to one kind when kind is given (the older `kind` argument)."""
+    filters = filters if filters is not None else EntryFilter()
+    if not kind:
+        return filters
+    if not filters.kinds or kind in filters.kinds:
+        return replace(filters, kinds=(kind,))
+    # Both name kinds and they share none: no entry has the empty kind (memory_entry_identity_not_empty).
+    return replace(filters, kinds=("",))
