@@ -27,8 +27,8 @@ from functools import cached_property
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q
-from django.db.models.fields.json import KeyTransform
+from django.db.models import F, Func, Q, TextField, Value
+from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from memories.models import MemoryEntry
@@ -91,6 +91,10 @@ class EntryFilter:
         return f" AND ({where})", tuple(params)
 
 
+def _json_extract(document: F | Value, path: str) -> Func:
+    return Func(document, Value(path), function="JSON_EXTRACT", output_field=TextField())
+
+
 def _meta_condition(name: str, values: tuple[MetaScalar, ...]) -> Q:
     """Entries whose top-level meta field `name` equals one of the values (or the number or boolean it spells)."""
     condition = Q()
@@ -100,11 +104,11 @@ def _meta_condition(name: str, values: tuple[MetaScalar, ...]) -> Q:
                 # JSON containment, which the GIN index over meta answers.
                 condition |= Q(meta__contains={name: candidate})
             else:
-                # json_extract(meta, '$."name"') compared as JSON values: text to text, numbers to numbers.
-                field_value = KeyTransform(name, "meta")
-                exact = field_value.get_lookup("exact")
-                assert exact is not None  # JSONField's key transforms register exact
-                condition |= Q(exact(field_value, candidate))
+                # json_extract(meta, '$."name"') = json_extract('<the value as JSON>', '$'): both sides SQL values,
+                # so text equals text and numbers numbers. (name is checked: letters, digits, '_' and '-'.)
+                field_value = _json_extract(F("meta"), f'$."{name}"')
+                wanted = _json_extract(Value(json.dumps(candidate)), "$")
+                condition |= Q(Exact(field_value, wanted))
     return condition
 
 

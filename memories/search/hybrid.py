@@ -147,6 +147,8 @@ class HybridMatches:
     def __init__(self, *, lexical: LexicalMatches, nearest: list[tuple[int, float]]) -> None:
         self.lexical = lexical
         self.owner_id, self.uid, self.kind, self.query = lexical.owner_id, lexical.uid, lexical.kind, lexical.query
+        # What the lexical side is narrowed to (kind, meta, expiry): the semantic side honours it too.
+        self.filters = lexical.filters
         self.nearest = nearest
         self._fused: list[Ranked] | None = None
         self._count: int | None = None
@@ -157,17 +159,11 @@ class HybridMatches:
         ranking's other candidates in its order (their score None)."""
         if self._fused is None:
             nearest = self.nearest
-            if self.kind and nearest:
-                # The vectors know no kinds: keep the nearest of the kind asked for.
-                of_kind = set(
-                    MemoryEntry.objects.filter(
-                        owner_id=self.owner_id,
-                        uid=self.uid,
-                        kind=self.kind,
-                        pk__in=[entry_id for entry_id, _ in nearest],
-                    ).values_list("pk", flat=True)
-                )
-                nearest = [(entry_id, similarity) for entry_id, similarity in nearest if entry_id in of_kind]
+            if self.filters.narrows and nearest:
+                # The vectors know no kinds or meta: keep the nearest the filter lets through. (Without a
+                # kind or meta filter, an expired entry is left out where the page's entries are read.)
+                allowed = set(self._visible(pk__in=[entry_id for entry_id, _ in nearest]).values_list("pk", flat=True))
+                nearest = [(entry_id, similarity) for entry_id, similarity in nearest if entry_id in allowed]
             candidates = self.lexical.candidates
             fused_ids = [candidate.entry_id for candidate in candidates[:LEXICAL_FUSED]]
             scores = fuse(fused_ids, nearest)
@@ -195,9 +191,12 @@ class HybridMatches:
             count = self.lexical.count()
             semantic_only = self._semantic_only()
             if count <= COUNT_LIMIT and semantic_only:
-                # Found by meaning alone, unless the words match them too (further down, newest first).
-                also_lexical = self._lexical_queryset().filter(pk__in=semantic_only).count()
-                count = min(count + len(semantic_only) - also_lexical, COUNT_LIMIT + 1)
+                # Found by meaning alone (and not expired), unless the words match them too (further down,
+                # newest first).
+                by_meaning_alone = (
+                    self._visible(pk__in=semantic_only).exclude(pk__in=self._lexical_queryset().values("pk")).count()
+                )
+                count = min(count + by_meaning_alone, COUNT_LIMIT + 1)
             self._count = count
         return self._count
 
@@ -212,13 +211,15 @@ class HybridMatches:
         return Order.RELEVANCE if offset < len(self.fused) else Order.NEWEST
 
     def _lexical_queryset(self) -> QuerySet[MemoryEntry]:
-        return matches(owner_id=self.owner_id, uid=self.uid, kind=self.kind, query=self.query)
+        return matches(owner_id=self.owner_id, uid=self.uid, kind=None, query=self.query, filters=self.filters)
+
+    def _visible(self, **lookups: object) -> QuerySet[MemoryEntry]:
+        """The user's own entries the filter lets through: a vector's id is never trusted to name another's."""
+        return MemoryEntry.objects.filter(self.filters.condition(), owner_id=self.owner_id, uid=self.uid, **lookups)
 
     def queryset(self) -> QuerySet[MemoryEntry]:
         """Every entry it holds, unordered (to sort them otherwise)."""
-        return self._lexical_queryset() | MemoryEntry.objects.filter(
-            owner_id=self.owner_id, uid=self.uid, pk__in=self._semantic_only()
-        )
+        return self._lexical_queryset() | self._visible(pk__in=self._semantic_only())
 
     def _tail(self) -> QuerySet[MemoryEntry]:
         fused_ids = [fused.entry_id for fused in self.fused]
@@ -262,12 +263,8 @@ class HybridMatches:
         if stop is None or start < 0 or stop < start:
             raise ValueError("HybridMatches takes slices with a start and a stop, from 0 on")
         head = self.fused[start:stop]
-        # The user's own rows only: a vector's id is never trusted to name another user's entry.
-        entries_by_id = (
-            MemoryEntry.objects.filter(owner_id=self.owner_id, uid=self.uid).in_bulk([fused.entry_id for fused in head])
-            if head
-            else {}
-        )
+        # The user's own rows the filter lets through only (an expired entry's vector is still cached).
+        entries_by_id = self._visible().in_bulk([fused.entry_id for fused in head]) if head else {}
         found: list[MemoryEntry] = []
         for fused in head:
             entry = entries_by_id.get(fused.entry_id)

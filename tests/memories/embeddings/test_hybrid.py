@@ -199,3 +199,28 @@ def test_a_hybrid_search_takes_one_query_more_than_a_lexical_one(
     with django_assert_num_queries(4):
         results, ranking = _search(owner_api, "python")
     assert ranking == "hybrid" and results[0]["key"] == "language"
+
+
+def test_an_expired_memory_found_by_meaning_alone_is_not_in_the_results_nor_the_count(
+    owner_api: APIClient, alice: None
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories.models import MemoryEntry
+
+    results, ranking = _search(owner_api, "what kind of dog")
+    assert ranking == "hybrid" and results[0]["key"] == "pet"
+    MemoryEntry.objects.filter(key="pet").update(expires=timezone.now() - timedelta(seconds=1))
+    body, _ = _search_page(owner_api, "what kind of dog")
+    assert "pet" not in [result["key"] for result in body["results"]]
+    assert body["count"] == len(body["results"])
+
+
+def test_a_meta_filter_narrows_what_the_meaning_finds_too(owner, owner_api: APIClient, alice: None) -> None:
+    services.entry_put(owner=owner, uid="alice", key="pet", value=ALICE["pet"], meta={"topic": "home"})
+    embeddings_process_pending()
+    results, _ = _search(owner_api, "what kind of dog", **{"meta.topic": "home"})
+    assert [result["key"] for result in results] == ["pet"]
+    assert _search(owner_api, "what kind of dog", **{"meta.topic": "work"})[0] == []
