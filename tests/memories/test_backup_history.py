@@ -14,7 +14,9 @@ from memories import selectors, services
 from memories.accounts import account_create
 from memories.models import MemoryEntry, MemoryEvent, SyncTask
 
-ENTRY_FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version")
+ENTRY_FIELDS = (
+    "owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version", "expires",
+)  # fmt: skip
 EVENT_FIELDS = (
     "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
     "meta_before", "meta_after", "privacy_before", "privacy_after", "entries_erased", "actor__username", "at",
@@ -250,7 +252,7 @@ def test_bad_history_lines_are_named_by_line_and_field(owner, tmp_path: Path, ca
     with pytest.raises(CommandError, match="7 lines were refused"):
         call_command("import_memories", str(backup), quiet=True)
     out = capsys.readouterr().out
-    assert "line 2: action: must be one of create, update, delete, erase." in out
+    assert "line 2: action: must be one of create, update, delete, erase, expire." in out
     assert "line 3: value_before: must be null for a create event." in out
     assert "line 4: value_before: is required for a update event." in out
     assert "line 5: kind_after: must start with a letter or digit" in out
