@@ -97,8 +97,16 @@ class EntryListSerializer(serializers.ListSerializer):
     def to_representation(self, data: "Iterable[MemoryEntry] | BaseManager[MemoryEntry]") -> list[dict[str, Any]]:
         entries = data.all() if isinstance(data, BaseManager) else data
         moment = serializers.DateTimeField(default_timezone=timezone.get_current_timezone()).to_representation
-        readers = [_field_reader(field, moment) for field in self.child._readable_fields]
+        readers = [_field_reader(field, moment) for field in _readable_fields(type(self.child))]
         return [{name: read(entry) for name, read in readers} for entry in entries]
+
+
+@functools.cache
+def _readable_fields(serializer_class: type["EntrySerializer"]) -> tuple[serializers.Field, ...]:
+    """The fields a page of this serializer shows, built once per process: a ModelSerializer builds its
+    fields from the model each time one is made (a fifth of a search request), and these depend on
+    nothing of the request (their method fields read only the entry)."""
+    return tuple(serializer_class()._readable_fields)
 
 
 PRIVACY_HELP = (
