@@ -283,3 +283,22 @@ def test_a_hub_that_never_answers_raises_a_timeout() -> None:
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         with MemoryHub(url, "token", timeout=0.3, max_retries=0) as stuck, pytest.raises(HubTimeout):
             stuck.info()
+
+
+def test_put_with_ttl_sets_expires_and_entries_filter_by_meta_and_kinds(client: MemoryHub, uid: str) -> None:
+    stored = client.put(uid, "mood", "tired", ttl=3600)
+    assert stored.expires is not None and stored.expires > stored.updated
+    client.put(uid, "editor", "uses vim", kind="tool", meta={"project": "apollo", "n": 3})
+    client.put(uid, "shell", "uses fish", meta={"project": "gemini"})
+
+    assert [entry.key for entry in client.entries(uid, meta={"project": "apollo"})] == ["editor"]
+    assert sorted(entry.key for entry in client.entries(uid, meta={"project": ["apollo", "gemini"]})) == [
+        "editor",
+        "shell",
+    ]
+    assert [entry.key for entry in client.entries(uid, meta={"n": 3})] == ["editor"]
+    assert [entry.key for entry in client.entries(uid, kinds=["tool"])] == ["editor"]
+    assert [entry.key for entry in client.search(uid, "uses", meta={"project": "gemini"})] == ["shell"]
+    with pytest.raises(BadRequest) as refused:
+        client.put(uid, "mood", "tired", ttl=0)
+    assert "ttl" in refused.value.errors

@@ -64,8 +64,11 @@ def entry_put(
     if_match: Version | None,
     create_only: bool,
     privacy: str | None = None,
+    ttl: int | None = None,
 ) -> Call[Entry]:
     body: dict[str, Any] = {"value": value}
+    if ttl is not None:
+        body["ttl"] = ttl
     if kind is not None:
         body["kind"] = kind
     if meta is not None:
@@ -100,8 +103,9 @@ def entry_update(
     meta: dict[str, Any] | None,
     if_match: Version | None,
     privacy: str | None = None,
+    ttl: int | None = None,
 ) -> Call[Entry]:
-    fields = (("value", value), ("kind", kind), ("meta", meta), ("privacy", privacy))
+    fields = (("value", value), ("kind", kind), ("meta", meta), ("privacy", privacy), ("ttl", ttl))
     body = {name: given for name, given in fields if given is not None}
     headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
     # Setting fields to given values twice leaves the entry as once: safe to retry.
@@ -121,12 +125,31 @@ def entry_list(
     match: str | None,
     page: int,
     page_size: int | None,
+    meta: dict[str, Any] | None = None,
+    kinds: Sequence[str] | None = None,
+    include_expired: bool = False,
 ) -> Call[PageData[Entry]]:
     def parse(response: httpx.Response) -> PageData[Entry]:
         return PageData.from_json(response.json(), number=page, item=Entry.from_json)
 
-    params = {"q": query_text or None, "kind": kind, "match": match, "page": page, "page_size": page_size}
+    params: dict[str, Any] = {"q": query_text or None, "kind": kind, "match": match, "page": page}
+    params["page_size"] = page_size
+    params["kind__in"] = ",".join(kinds) if kinds else None
+    params["include_expired"] = "1" if include_expired else None
+    for name, wanted in (meta or {}).items():
+        # {"project": "apollo"} is ?meta.project=apollo; a list of values is ?meta.project__in=a,b.
+        if isinstance(wanted, list | tuple):
+            params[f"meta.{name}__in"] = ",".join(_filter_text(value) for value in wanted)
+        else:
+            params[f"meta.{name}"] = _filter_text(wanted)
     return Call("GET", _memories(uid), parse, params=params)
+
+
+def _filter_text(value: object) -> str:
+    """A meta filter's value as the query string carries it (the hub matches "3" to 3 and "true" to true)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def entry_history(uid: str, key: str, *, page: int, page_size: int | None) -> Call[PageData[Event]]:

@@ -116,16 +116,26 @@ class MemoryHub:
         if_match: Version | None = None,
         create_only: bool = False,
         privacy: str | None = None,
+        ttl: int | None = None,
     ) -> Entry:
         """Store a memory (create or replace its value). kind, meta and privacy left out keep the entry's
-        (a new one takes the account's default privacy; "local" never leaves the hub).
+        (a new one takes the account's default privacy; "local" never leaves the hub). ttl: seconds until
+        it expires (then no read shows it); left out, the entry keeps its expiry (a new one never expires).
 
         if_match (a version, an ETag or an Entry) writes only while the memory is at that version;
         create_only writes only when there is no such memory; either raises PreconditionFailed otherwise.
         """
         return self._send(
             _calls.entry_put(
-                uid, key, value, kind=kind, meta=meta, if_match=if_match, create_only=create_only, privacy=privacy
+                uid,
+                key,
+                value,
+                kind=kind,
+                meta=meta,
+                if_match=if_match,
+                create_only=create_only,
+                privacy=privacy,
+                ttl=ttl,
             )
         )
 
@@ -143,10 +153,13 @@ class MemoryHub:
         meta: dict[str, Any] | None = None,
         if_match: Version | None = None,
         privacy: str | None = None,
+        ttl: int | None = None,
     ) -> Entry:
-        """Change some fields of an existing memory (PATCH); NotFound when there is none."""
+        """Change some fields of an existing memory (PATCH; ttl sets a new expiry); NotFound when there is none."""
         return self._send(
-            _calls.entry_update(uid, key, value=value, kind=kind, meta=meta, if_match=if_match, privacy=privacy)
+            _calls.entry_update(
+                uid, key, value=value, kind=kind, meta=meta, if_match=if_match, privacy=privacy, ttl=ttl
+            )
         )
 
     def delete(self, uid: str, key: str, *, if_match: Version | None = None) -> None:
@@ -162,21 +175,37 @@ class MemoryHub:
         match: str | None = None,
         page_size: int | None = None,
         page: int = 1,
+        meta: dict[str, Any] | None = None,
+        kinds: Sequence[str] | None = None,
+        include_expired: bool = False,
     ) -> Page[Entry]:
         """A user's memories, newest first; with q, those whose key or value holds it, best match first.
+
+        meta ({"project": "apollo"}, or a list of values for any of them) keeps those whose top-level meta
+        fields equal it; kinds keeps those of these kinds; include_expired adds the expired ones not yet deleted.
 
         Iterate the page for every memory from there on (pages are fetched as needed).
         """
         return self._page(
             lambda number: _calls.entry_list(
-                uid, query_text=q, kind=kind, match=match, page=number, page_size=page_size
+                uid,
+                query_text=q,
+                kind=kind,
+                match=match,
+                page=number,
+                page_size=page_size,
+                meta=meta,
+                kinds=kinds,
+                include_expired=include_expired,
             ),
             page,
         )
 
-    def search(self, uid: str, q: str, *, kind: str | None = None, limit: int = 10) -> list[Entry]:
+    def search(
+        self, uid: str, q: str, *, kind: str | None = None, limit: int = 10, meta: dict[str, Any] | None = None
+    ) -> list[Entry]:
         """The `limit` memories that best match q (ranked by the hub), in one request."""
-        return self.entries(uid, q=q, kind=kind, page_size=limit).items[:limit]
+        return self.entries(uid, q=q, kind=kind, page_size=limit, meta=meta).items[:limit]
 
     def history(self, uid: str, key: str, *, page_size: int | None = None) -> Page[Event]:
         """Every change to a memory, newest first; NotFound when it never existed."""

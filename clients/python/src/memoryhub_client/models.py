@@ -51,6 +51,8 @@ class Entry:
     updated: datetime
     # "local": never leaves the hub (not synced, never sent to a remote embeddings endpoint); "shared".
     privacy: str = "shared"
+    # When the memory expires (then no read shows it); None: never.
+    expires: datetime | None = None
     # On search results (?q=), when the hub reports them: the ranking's score (higher is better,
     # comparable within one query) and the query's terms the entry holds.
     score: float | None = None
@@ -74,6 +76,7 @@ class Entry:
             created=_required_time(data["created"]),
             updated=_required_time(data["updated"]),
             privacy=data.get("privacy", "shared"),
+            expires=_required_time(data["expires"]) if data.get("expires") else None,
             score=float(score) if isinstance(score, int | float) else None,
             matched_terms=tuple(data.get("matched_terms") or ()),
             etag=etag or "",
