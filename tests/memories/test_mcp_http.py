@@ -313,3 +313,38 @@ def test_remember_takes_a_privacy_class_and_refuses_an_unknown_one(hub):
     assert refused.is_error and "`privacy`" in refused.content[0].text
     status, _, rest_entry = call(running.port, "GET", "/api/v1/users/privacy/memories/diagnosis", tokens["owner"])
     assert (status, rest_entry["privacy"]) == (200, "local")
+
+
+def test_remember_takes_a_ttl_and_recall_filters_by_meta_and_kind(hub):
+    running, tokens = hub
+
+    async def scenario() -> list:
+        async with http_session(running.url, _bearer(tokens["owner"])) as session:
+            return [
+                await session.call_tool("remember", {"uid": "erin", "key": "mood", "value": "tired", "ttl": 3600}),
+                await session.call_tool(
+                    "remember", {"uid": "erin", "key": "editor", "value": "uses vim", "meta": {"project": "apollo"}}
+                ),
+                await session.call_tool(
+                    "remember",
+                    {
+                        "uid": "erin",
+                        "key": "shell",
+                        "value": "uses fish",
+                        "kind": "fact",
+                        "meta": {"project": "gemini"},
+                    },
+                ),
+                await session.call_tool("recall", {"uid": "erin", "query": "uses", "meta": {"project": "apollo"}}),
+                await session.call_tool("recall", {"uid": "erin", "query": "uses", "kind": ["fact"]}),
+                await session.call_tool("recall", {"uid": "erin", "query": "uses", "meta": {"a b": 1}}),
+                await session.call_tool("remember", {"uid": "erin", "key": "mood", "value": "tired", "ttl": 0}),
+            ]
+
+    mood, _, _, by_meta, by_kind, bad_field, bad_ttl = anyio.run(scenario)
+
+    assert mood.structured_content["expires"] is not None
+    assert [entry["key"] for entry in by_meta.structured_content["results"]] == ["editor"]
+    assert [entry["key"] for entry in by_kind.structured_content["results"]] == ["shell"]
+    assert bad_field.is_error and "Invalid argument `meta`" in bad_field.content[0].text
+    assert bad_ttl.is_error and "`ttl`" in bad_ttl.content[0].text
