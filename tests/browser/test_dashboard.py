@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import Dialog, Page, expect
 
 from memories import selectors, services
-from memories.models import MemoryEntry
+from memories.models import MemoryEntry, MemoryEvent
 from tests.support.browser import log_in
 
 pytestmark = pytest.mark.browser
@@ -104,10 +104,29 @@ def test_a_person_deletes_a_memory_and_forgets_a_user_after_confirming(page: Pag
 
     page.goto("/user/?uid=bob")
     page.get_by_role("link", name="Forget bob…").click()
-    expect(page.locator("main form")).to_contain_text("All 2 memories about bob will be deleted.")
+    expect(page.get_by_role("form", name="Forget")).to_contain_text("All 2 memories about bob will be deleted.")
     page.get_by_role("button", name="Forget bob").click()
     expect(page.get_by_role("status")).to_contain_text("Forgot bob: 2 memories deleted, history kept.")
     assert not MemoryEntry.objects.filter(owner=owner, uid="bob").exists()
+    assert MemoryEvent.objects.filter(owner=owner, uid="bob").count() == 4
+
+
+def test_a_person_erases_a_user_and_only_the_line_saying_so_stays(page: Page, owner) -> None:
+    services.entry_put(owner=owner, uid="carol", key="diet", value="no peanuts")
+    services.entry_put(owner=owner, uid="carol", key="diet", value="no peanuts, no shellfish")
+    log_in(page, owner, "owner-password-1")
+
+    page.goto("/user/?uid=carol")
+    page.get_by_role("link", name="Forget carol…").click()
+    erase = page.get_by_role("form", name="Erase")
+    expect(erase).to_contain_text("all 2 events of their history")
+    erase.get_by_role("button", name="Erase carol").click()
+
+    expect(page.get_by_role("status")).to_contain_text("carol")
+    assert not MemoryEntry.objects.filter(owner=owner, uid="carol").exists()
+    remaining = list(MemoryEvent.objects.filter(owner=owner, uid="carol"))
+    assert [event.action for event in remaining] == ["erase"]
+    assert "peanuts" not in repr(vars(remaining[0]))
 
 
 def test_a_script_in_a_value_stays_text_and_never_runs(page: Page, owner) -> None:
