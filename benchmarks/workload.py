@@ -82,6 +82,7 @@ def seed_file(path: Path, *, owner: str, users: int, per_user: int, small_entrie
                     moment,
                     moment,
                     1,
+                    None,  # never expires
                 )
 
     with path.open("wb") as destination:
