@@ -32,7 +32,6 @@ import importlib
 import inspect
 import pkgutil
 import re
-import statistics
 import sys
 import timeit
 import uuid
@@ -45,7 +44,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
-from benchmarks.timing import percentile, timed
+from benchmarks.timing import Timings, timed
 from memories import services
 from memories.guard import guard_scan
 from memories.models import MemoryEntry, SyncTask
@@ -278,24 +277,6 @@ def scan_timings(*, repeat: int = 5, number: int = 200) -> list[ScanTiming]:
     return timings
 
 
-@dataclass(frozen=True)
-class WriteTimings:
-    label: str
-    samples_ms: list[float]
-
-    @property
-    def p50(self) -> float:
-        return percentile(self.samples_ms, 0.50)
-
-    @property
-    def p95(self) -> float:
-        return percentile(self.samples_ms, 0.95)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.samples_ms)
-
-
 def python_version() -> str:
     return sys.version.split()[0]
 
@@ -334,9 +315,9 @@ class GuardBenchmark:
     database: str
     writes: int
     block: int
-    off: WriteTimings
-    on: WriteTimings
-    flagged: WriteTimings
+    off: Timings
+    on: Timings
+    flagged: Timings
     decide_microseconds: float
 
     @property
@@ -429,9 +410,9 @@ def guard_benchmark_run(*, writes: int, block: int = 50) -> GuardBenchmark:
         database=f"{connection.vendor} ({connection.settings_dict['NAME']})",
         writes=writes,
         block=block,
-        off=WriteTimings("guard off", off),
-        on=WriteTimings("guard on, ordinary values", on),
-        flagged=WriteTimings("guard on, values flagged", flagged),
+        off=Timings("guard off", off),
+        on=Timings("guard on, ordinary values", on),
+        flagged=Timings("guard on, values flagged", flagged),
         decide_microseconds=decide_microseconds,
     )
 

@@ -11,7 +11,6 @@ rows; the worker touches only that account's tasks.
 import functools
 import logging
 import socket
-import statistics
 import threading
 import uuid
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
-from benchmarks.timing import percentile, timed
+from benchmarks.timing import Timings, timed
 from memories import services
 from memories.backends.honcho import HonchoConfig, HonchoStore
 from memories.models import SyncTask
@@ -29,24 +28,6 @@ from memories.sync.worker import SyncWorker
 
 KEYS_PER_RUN = 100
 BENCH_USERNAME_PREFIX = "memoryhub-sync-bench-"
-
-
-@dataclass(frozen=True)
-class Timings:
-    label: str
-    samples_ms: list[float]
-
-    @property
-    def p50(self) -> float:
-        return percentile(self.samples_ms, 0.50)
-
-    @property
-    def p95(self) -> float:
-        return percentile(self.samples_ms, 0.95)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.samples_ms)
 
 
 @dataclass(frozen=True)

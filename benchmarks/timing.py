@@ -1,6 +1,7 @@
 """How every benchmark times a call and summarises the samples: one clock, one percentile."""
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,3 +47,23 @@ class Samples:
     @property
     def p95_ms(self) -> float:
         return percentile(self.seconds, 0.95) * 1000
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Durations of one labelled operation, in milliseconds, as the write-cost benchmarks report them."""
+
+    label: str
+    samples_ms: list[float]
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.samples_ms, 0.50)
+
+    @property
+    def p95(self) -> float:
+        return percentile(self.samples_ms, 0.95)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.samples_ms)
