@@ -31,7 +31,7 @@ from django.db.models import QuerySet, TextChoices
 from memories.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memories.models import MemoryEntry
 from memories.search import vectors
-from memories.search.lexical import COUNT_LIMIT, LexicalMatches, LexicalQuery, Order, matches
+from memories.search.lexical import COUNT_LIMIT, LexicalMatches, LexicalQuery, Order, matches, slice_bounds
 
 logger = logging.getLogger(__name__)
 
@@ -257,11 +257,7 @@ class HybridMatches:
             if not one:
                 raise IndexError(index)
             return one[0]
-        if index.step not in (None, 1):
-            raise TypeError("HybridMatches takes slices with a step of 1")
-        start, stop = index.start or 0, index.stop
-        if stop is None or start < 0 or stop < start:
-            raise ValueError("HybridMatches takes slices with a start and a stop, from 0 on")
+        start, stop = slice_bounds(index, "HybridMatches")
         head = self.fused[start:stop]
         # The user's own rows the filter lets through only (an expired entry's vector is still cached).
         entries_by_id = self._visible().in_bulk([fused.entry_id for fused in head]) if head else {}

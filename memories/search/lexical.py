@@ -388,6 +388,16 @@ def _word_count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: Lex
         return cursor.fetchone()[0]
 
 
+def slice_bounds(index: slice, holder: str) -> tuple[int, int]:
+    """A ranked result's slice as (start, stop): a start from 0 on, a stop, no step (what pages ask for)."""
+    if index.step not in (None, 1):
+        raise TypeError(f"{holder} takes slices with a step of 1")
+    start, stop = index.start or 0, index.stop
+    if stop is None or start < 0 or stop < start:
+        raise ValueError(f"{holder} takes slices with a start and a stop, from 0 on")
+    return start, stop
+
+
 class LexicalMatches:
     """One user's matches for a query, in the search's order: ranked candidates, then the rest newest first.
 
@@ -501,11 +511,7 @@ class LexicalMatches:
             if not one:
                 raise IndexError(index)
             return one[0]
-        if index.step not in (None, 1):
-            raise TypeError("LexicalMatches takes slices with a step of 1")
-        start, stop = index.start or 0, index.stop
-        if stop is None or start < 0 or stop < start:
-            raise ValueError("LexicalMatches takes slices with a start and a stop, from 0 on")
+        start, stop = slice_bounds(index, "LexicalMatches")
         head = self.candidates[start:stop]
         entries_by_id = MemoryEntry.objects.in_bulk([candidate.entry_id for candidate in head]) if head else {}
         found: list[MemoryEntry] = []
