@@ -10,10 +10,12 @@ the same rules:
 - `meta`: for each field, only entries whose top-level meta field equals one of the values
   (`?meta.FIELD=value`, `?meta.FIELD__in=a,b`). A value given as text also matches the number or
   boolean it spells ("3" matches 3, "true" matches true), since a query string carries only text.
+  JSON's types stay apart on both databases: true is not 1, false is not 0, "3" in meta is not 3;
+  a number matches the same number written as an integer or not (3 and 3.0).
 
 The condition is a Q for the ORM, and the same condition compiled to SQL over the entry table for
 the search's own statements (EntryFilter.sql). On PostgreSQL a meta filter is JSON containment
-(`meta @> '{"FIELD": value}'`), which the GIN index of migration 0010 answers; on SQLite it is
+(`meta @> '{"FIELD": value}'`), which the GIN index of migration 0014 answers; on SQLite it is
 json_extract over the user's rows, which the (owner, uid) index narrows to first.
 """
 
@@ -28,7 +30,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import F, Func, Q, TextField, Value
-from django.db.models.lookups import Exact
+from django.db.models.lookups import Exact, In
 from django.utils import timezone
 
 from memories.models import MemoryEntry
@@ -48,6 +50,8 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("", "0", "false", "no", "off")
 
 MetaScalar = str | int | float | bool
+# What SQLite's json_type calls a JSON number.
+JSON_NUMBER_TYPES = ("integer", "real")
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,10 @@ def _json_extract(document: F | Value, path: str) -> Func:
     return Func(document, Value(path), function="JSON_EXTRACT", output_field=TextField())
 
 
+def _json_type(document: F | Value, path: str) -> Func:
+    return Func(document, Value(path), function="JSON_TYPE", output_field=TextField())
+
+
 def _meta_condition(name: str, values: tuple[MetaScalar, ...]) -> Q:
     """Entries whose top-level meta field `name` equals one of the values (or the number or boolean it spells)."""
     condition = Q()
@@ -104,12 +112,23 @@ def _meta_condition(name: str, values: tuple[MetaScalar, ...]) -> Q:
                 # JSON containment, which the GIN index over meta answers.
                 condition |= Q(meta__contains={name: candidate})
             else:
-                # json_extract(meta, '$."name"') = json_extract('<the value as JSON>', '$'): both sides SQL values,
-                # so text equals text and numbers numbers. (name is checked: letters, digits, '_' and '-'.)
-                field_value = _json_extract(F("meta"), f'$."{name}"')
-                wanted = _json_extract(Value(json.dumps(candidate)), "$")
-                condition |= Q(Exact(field_value, wanted))
+                condition |= _sqlite_meta_equals(name, candidate)
     return condition
+
+
+def _sqlite_meta_equals(name: str, candidate: MetaScalar) -> Q:
+    """SQLite's test that the meta field `name` is `candidate`, with JSON's types kept apart as PostgreSQL's
+    containment keeps them: json_extract gives true as 1 and false as 0, so a boolean is told by json_type,
+    and a number matches only a JSON number (1 and 1.0 alike). (name is checked: letters, digits, '_', '-'.)"""
+    path = f'$."{name}"'
+    if isinstance(candidate, bool):
+        return Q(Exact(_json_type(F("meta"), path), Value("true" if candidate else "false")))
+    # json_extract(meta, path) = json_extract('<the value as JSON>', '$'): both sides SQL values, so text
+    # equals text and numbers numbers.
+    equals = Q(Exact(_json_extract(F("meta"), path), _json_extract(Value(json.dumps(candidate)), "$")))
+    if isinstance(candidate, str):
+        return equals
+    return equals & Q(In(_json_type(F("meta"), path), JSON_NUMBER_TYPES))
 
 
 def _typed(value: MetaScalar) -> tuple[MetaScalar, ...]:

@@ -38,6 +38,27 @@ def test_a_number_or_boolean_in_meta_matches_the_text_that_spells_it(alice, owne
     assert _keys(owner_api, **{"meta.priority": "true"}) == ["font"]
 
 
+def test_json_types_stay_apart_on_both_databases(owner, owner_api):
+    """SQLite's json_extract reads true as 1 and false as 0: a filter must not, as PostgreSQL's containment does not."""
+    for key, flag in [("yes", True), ("no", False), ("one", 1), ("zero", 0), ("one-real", 1.0), ("text-one", "1")]:
+        services.entry_put(owner=owner, uid="alice", key=key, value="a flag", meta={"flag": flag})
+
+    assert _keys(owner_api, **{"meta.flag": "true"}) == ["yes"]
+    assert _keys(owner_api, **{"meta.flag": "false"}) == ["no"]
+    assert _keys(owner_api, **{"meta.flag": "1"}) == ["one", "one-real", "text-one"]
+    assert _keys(owner_api, **{"meta.flag": "0"}) == ["zero"]
+    assert _keys(owner_api, **{"meta.flag__in": "true,0"}) == ["yes", "zero"]
+    assert _keys(owner_api, q="flag", **{"meta.flag": "true"}) == ["yes"]
+    reply = owner_api.post(
+        "/api/v1/tool", {"action": "query", "uid": "alice", "query": "flag", "meta": {"flag": 1}}, format="json"
+    ).json()
+    assert sorted(result["key"] for result in reply["results"]) == ["one", "one-real"]
+    reply = owner_api.post(
+        "/api/v1/tool", {"action": "query", "uid": "alice", "query": "flag", "meta": {"flag": False}}, format="json"
+    ).json()
+    assert [result["key"] for result in reply["results"]] == ["no"]
+
+
 def test_filters_combine_with_each_other_with_kind_and_with_q(alice, owner_api):
     assert _keys(owner_api, **{"meta.project": "apollo", "meta.n": "3"}) == ["tabs"]
     assert _keys(owner_api, **{"meta.project__in": "apollo,gemini", "kind": "fact"}) == ["shell"]
