@@ -201,3 +201,17 @@ def test_the_forget_command_forgets_and_with_erase_erases(owner):
         _forget("owner", "alice", "--erase")
     with pytest.raises(CommandError, match="No account named 'nobody'"):
         _forget("nobody", "alice")
+
+
+def test_the_forget_command_records_who_asked_for_it_with_by(owner, staff):
+    _fill(owner)
+    services.entry_put(owner=owner, uid="bob", key="editor", value="emacs")
+
+    assert "the history records the erasure by staffer" in _forget("owner", "alice", "--erase", "--by", "staffer")
+    _forget("owner", "bob", "--by", "staffer")
+
+    erased = MemoryEvent.objects.get(uid="alice")
+    assert (erased.action, erased.actor) == ("erase", staff)
+    assert MemoryEvent.objects.get(uid="bob", action="delete").actor == staff
+    with pytest.raises(CommandError, match="No account named 'nobody'"):
+        _forget("owner", "bob", "--by", "nobody")
