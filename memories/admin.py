@@ -200,14 +200,18 @@ class HeldWriteAdmin(admin.ModelAdmin):
     ordering = ["status", "requested_at"]
     actions = ["approve", "reject"]
     readonly_fields = [
-        "owner", "uid", "key", "value", "revealed_value", "kind", "meta", "guard_flags", "reasons", "requested_by",
-        "requested_at",
+        "owner", "uid", "key", "value", "revealed_value", "kind", "meta", "asked_expiry", "guard_flags", "reasons",
+        "requested_by", "requested_at",
         "status", "decided_by", "decided_at", "entry_version",
     ]  # fmt: skip
 
     @admin.display(description="Value, hidden characters written out")
     def revealed_value(self, held: HeldWrite) -> str:
         return guard_reveal(held.value)
+
+    @admin.display(description="Expiry asked for")
+    def asked_expiry(self, held: HeldWrite) -> str:
+        return held.asked_expiry or "none (the memory keeps its own)"
 
     @admin.display(description="Why")
     def reasons(self, held: HeldWrite) -> str:

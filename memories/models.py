@@ -218,6 +218,13 @@ class HeldWrite(models.Model):
     privacy = models.CharField(  # noqa: DJ001 - None: the entry's privacy, or the account's default, as a put without one
         max_length=8, choices=Privacy.choices, null=True, blank=True, help_text="Empty: the write named none."
     )
+    # The expiry the write asked for, applied on approval (memories.services.held): a ttl counts from the
+    # approval (the time held is not taken from it), an expires time stays the moment named.
+    ttl = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds the entry is to live, counted from the approval."
+    )
+    expires = models.DateTimeField(null=True, blank=True, help_text="When the entry is to expire, as the write named.")
+    clears_expiry = models.BooleanField(default=False, help_text="The write asked for no expiry (expires: null).")
     guard_flags = models.CharField(max_length=GUARD_FLAGS_MAX_LENGTH, help_text="The rules the write broke.")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -253,6 +260,11 @@ class HeldWrite(models.Model):
                 | (~models.Q(status="pending") & ~models.Q(decided_at=None)),
                 name="held_write_decided_when_not_pending",
             ),
+            models.CheckConstraint(
+                condition=(models.Q(ttl=None) | models.Q(expires=None))
+                & (models.Q(clears_expiry=False) | (models.Q(ttl=None) & models.Q(expires=None))),
+                name="held_write_one_expiry",
+            ),
         ]
         indexes = [
             # the review queue: pending writes, oldest first; an account's own held writes
@@ -262,6 +274,15 @@ class HeldWrite(models.Model):
 
     def __str__(self) -> str:
         return f"held write {self.uid}/{self.key} ({self.status})"
+
+    @property
+    def asked_expiry(self) -> str:
+        """The expiry the write asked for, in words; "" when it left the expiry as it was."""
+        if self.ttl is not None:
+            return f"expires {self.ttl} seconds after approval"
+        if self.expires is not None:
+            return f"expires at {self.expires.isoformat(timespec='seconds')}"
+        return "never expires" if self.clears_expiry else ""
 
     @property
     def guard_flag_names(self) -> list[str]:

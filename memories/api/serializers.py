@@ -414,10 +414,17 @@ class HeldWriteSerializer(serializers.ModelSerializer):
     class Meta:
         model = HeldWrite
         fields = [
-            "id", "uid", "key", "value", "kind", "meta", "guard_flags", "status", "requested_by", "requested_at",
-            "decided_by", "decided_at", "entry_version",
+            "id", "uid", "key", "value", "kind", "meta", "ttl", "expires", "clears_expiry", "guard_flags", "status",
+            "requested_by", "requested_at", "decided_by", "decided_at", "entry_version",
         ]  # fmt: skip
         read_only_fields = fields
+        extra_kwargs = {
+            "ttl": {
+                "help_text": "The ttl the write asked for: on approval the memory expires this many seconds later."
+            },
+            "expires": {"help_text": "The expiry time the write asked for; a time passed by then cannot be approved."},
+            "clears_expiry": {"help_text": "Whether the write asked for no expiry (expires: null)."},
+        }
 
 
 class BatchOutcomeSerializer(serializers.Serializer):

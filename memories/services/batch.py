@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memories.models import GuardMode, HeldWrite, MemoryEntry
 from memories.selectors import account_policy
-from memories.services.entries import KEEP, VersionConflict, entry_delete, entry_put
+from memories.services.entries import KEEP, VersionConflict, entry_delete, entry_put, held_expiry
 from memories.services.guarding import CLEAN, GuardDecision, guard_decide, held_write_new
 from memories.validation import (
     InvalidField,
@@ -202,6 +202,7 @@ def entries_batch(
                         privacy=operation.privacy,
                         actor=actor,
                         decision=decision,
+                        expiry=held_expiry(ttl=operation.ttl, expires=operation.expires),
                     )
                     held.save()
                     outcomes.append(

@@ -35,7 +35,14 @@ from memories.models import (
     SyncTask,
     new_honcho_session_id,
 )
-from memories.services.guarding import GuardDecision, WriteHeld, guard_decide, held_write_new
+from memories.services.guarding import (
+    KEEPS_EXPIRY,
+    GuardDecision,
+    HeldExpiry,
+    WriteHeld,
+    guard_decide,
+    held_write_new,
+)
 from memories.validation import check_key, check_kind, check_meta, check_privacy, check_uid, check_value, expiry_from
 
 
@@ -99,6 +106,19 @@ def _expiry(*, expires: object, ttl: object, now: datetime) -> Expires:
     if ttl is None and expires is KEEP:
         return KEEP
     return expiry_from(expires=None if expires is KEEP else expires, ttl=ttl, now=now)
+
+
+def held_expiry(*, ttl: object, expires: object) -> HeldExpiry:
+    """The expiry a write asked for, as a held write keeps it until approval: ttl and expires checked already."""
+    if ttl is not None:
+        assert isinstance(ttl, int)
+        return HeldExpiry(ttl=ttl)
+    if expires is KEEP:
+        return HeldExpiry()
+    if expires is None:
+        return HeldExpiry(clears=True)
+    assert isinstance(expires, datetime)
+    return HeldExpiry(expires=expires)
 
 
 def _insert(entry: MemoryEntry) -> IntegrityError | None:
@@ -368,6 +388,7 @@ def entry_put(
             actor=actor,
             expected_version=expected_version,
             decision=decision,
+            held_expiry=held_expiry(ttl=ttl, expires=new_expires) if decision.hold else KEEPS_EXPIRY,
         )
     if isinstance(outcome, HeldWrite):
         raise WriteHeld(outcome)
@@ -388,6 +409,7 @@ def _put_locked(
     actor: User | None,
     expected_version: int | None,
     decision: GuardDecision,
+    held_expiry: HeldExpiry = KEEPS_EXPIRY,
 ) -> PutResult | HeldWrite:
     """entry_put inside its transaction: the held write (saved) when the guard holds it, else the put's result."""
     entry = _locked_entry(owner=owner, uid=uid, key=key, now=now)
@@ -403,6 +425,7 @@ def _put_locked(
             privacy=privacy,
             actor=actor,
             decision=decision,
+            expiry=held_expiry,
         )
         held.save()
         return held
@@ -496,6 +519,7 @@ def entry_update(
                 privacy=privacy,
                 actor=actor,
                 decision=decision,
+                expiry=held_expiry(ttl=ttl, expires=new_expires),
             )
             held.save()
         else:

@@ -13,6 +13,7 @@ that breaks a rule reads the account's policy, whose guard mode says what follow
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -33,6 +34,23 @@ class GuardDecision:
 
 
 CLEAN = GuardDecision()
+
+
+@dataclass(frozen=True)
+class HeldExpiry:
+    """The expiry a held write asked for, kept until staff decide (all empty: the write left the expiry as it is).
+
+    On approval a ttl counts from the approval, as from any write that is stored: the entry lives as long
+    as the writer asked, the time it waited for review not taken from it. An expires time stays the
+    moment the writer named; one that has passed by then cannot be approved (InvalidField), only rejected.
+    """
+
+    ttl: int | None = None
+    expires: datetime | None = None
+    clears: bool = False
+
+
+KEEPS_EXPIRY = HeldExpiry()
 
 
 class WriteHeld(Exception):
@@ -69,9 +87,13 @@ def held_write_new(
     actor: User | None,
     decision: GuardDecision,
     privacy: str | None = None,
+    expiry: HeldExpiry = KEEPS_EXPIRY,
 ) -> HeldWrite:
     """A pending HeldWrite for this write, unsaved (the caller saves it, or bulk-creates many)."""
     return HeldWrite(
+        ttl=expiry.ttl,
+        expires=expiry.expires,
+        clears_expiry=expiry.clears,
         owner=owner,
         uid=uid,
         key=key,

@@ -5,7 +5,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.models import HeldWrite
-from memories.services.entries import PutResult, entry_put
+from memories.services.entries import KEEP, Expires, PutResult, entry_put
 from memories.services.guarding import CLEAN
 
 
@@ -26,12 +26,21 @@ def _pending_locked(held_id: int, decider: User) -> HeldWrite:
     return held
 
 
+def _held_expires(held: HeldWrite) -> Expires:
+    """The expires argument of the put an approval makes (its ttl goes as ttl)."""
+    if held.expires is not None:
+        return held.expires
+    return None if held.clears_expiry else KEEP
+
+
 def held_write_approve(*, held_id: int, decider: User) -> PutResult:
     """Apply a pending held write as the put it was, made by `decider` (the history says so); returns the put's result.
 
     The approved entry is stored unmarked: staff have read it. The HeldWrite stays, approved, with who
-    decided, when, and the entry version the write became. Raises HeldWrite.DoesNotExist,
-    HeldWriteDecided, NotStaff, or InvalidField when the write breaks a limit changed since.
+    decided, when, and the entry version the write became. The expiry the write asked for is applied
+    (memories.services.guarding.HeldExpiry): a ttl counts from now, an expires time is the one named.
+    Raises HeldWrite.DoesNotExist, HeldWriteDecided, NotStaff, or InvalidField when the write breaks a
+    limit changed since, or its expires time has passed (it can only be rejected then).
     """
     with transaction.atomic():
         held = _pending_locked(held_id, decider)
@@ -45,6 +54,8 @@ def held_write_approve(*, held_id: int, decider: User) -> PutResult:
             privacy=held.privacy,
             actor=decider,
             guard_decision=CLEAN,
+            ttl=held.ttl,
+            expires=_held_expires(held),
         )
         held.status = HeldWrite.Status.APPROVED
         held.decided_by = decider

@@ -19,7 +19,7 @@ from memories.models import DEFAULT_KIND, HeldWrite, MemoryEntry, MemoryEvent, P
 from memories.search.lexical import FTS_TABLE, WORDS_TABLE
 from memories.selectors import account_policy
 from memories.services.entries import account_default_privacy, privacy_withdraw, sync_outbox_record
-from memories.services.guarding import guard_decide, held_write_new
+from memories.services.guarding import HeldExpiry, guard_decide, held_write_new
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 # The largest version a PositiveIntegerField holds on every database.
@@ -363,6 +363,8 @@ def entries_import(
                     privacy=record.privacy,
                     actor=actor,
                     decision=decision,
+                    # An imported record brings its expiry, or none: the entry takes what the record says.
+                    expiry=HeldExpiry(expires=record.expires, clears=record.expires is None),
                 )
             )
             continue
