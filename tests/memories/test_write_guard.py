@@ -310,6 +310,7 @@ def test_a_held_write_keeps_its_ttl_which_counts_from_the_approval(owner, staff,
     before = timezone.now()
     entry = services.held_write_approve(held_id=held.pk, decider=staff).entry
 
+    assert entry.expires is not None
     assert before + timedelta(seconds=3600) <= entry.expires <= timezone.now() + timedelta(seconds=3600)
     assert owner_api.get(f"{BASE}/alice/memories/note").json()["expires"] is not None
 
