@@ -290,9 +290,15 @@ class HeldWrite(models.Model):
 
 
 class MemoryEvent(models.Model):
-    """One change to an entry: created, updated, deleted, expired or erased. History outlives the entry.
+    """One change to an entry: created, updated, deleted, expired or erased, or a held write rejected. History
+    outlives the entry.
 
     An expiry is recorded by the worker with no actor: no account made it.
+    A write the guard held (HeldWrite) is recorded when staff decide on it, with the staff member as the
+    actor and the held write named (held_write): an approval as the create or update it became, a
+    rejection as a `reject` event that changes nothing (before and after are the entry as it stood,
+    none when there was no entry; version is the entry's, or the key's last one), whose held write
+    holds the value that was refused. History readers that ask what an entry's state was skip rejects.
     An erasure (a request to be forgotten) removes every entry and event of a uid and leaves one
     `erase` event in their place: who erased (actor), when (at), and how many entries (entries_erased),
     with an empty key and no values.
@@ -304,6 +310,7 @@ class MemoryEvent(models.Model):
         DELETE = "delete", "deleted"
         ERASE = "erase", "erased"
         EXPIRE = "expire", "expired"
+        REJECT = "reject", "rejected"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     uid = models.CharField(max_length=UID_MAX_LENGTH)
@@ -328,13 +335,21 @@ class MemoryEvent(models.Model):
         related_name="+",
         help_text="The account that made the change; empty for an expiry, which no account makes.",
     )
+    held_write = models.ForeignKey(
+        HeldWrite,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="events",
+        help_text="For a decision on a held write (its approval or rejection): that held write.",
+    )
     at = models.DateTimeField()
 
     class Meta:
         verbose_name = "memory event"
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(action__in=["create", "update", "delete", "erase", "expire"]),
+                condition=models.Q(action__in=["create", "update", "delete", "erase", "expire", "reject"]),
                 name="memory_event_action_valid",
             ),
         ]

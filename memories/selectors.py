@@ -181,7 +181,11 @@ def entry_trash(*, owner: User, uid: str | None = None) -> QuerySet[MemoryEvent]
 
     uid narrows to one user, forgotten ones included (their uid has no live entry left).
     """
-    latest = MemoryEvent.objects.filter(owner=owner, uid=OuterRef("uid"), key=OuterRef("key")).order_by("-id")
+    latest = (
+        MemoryEvent.objects.filter(owner=owner, uid=OuterRef("uid"), key=OuterRef("key"))
+        .exclude(action=MemoryEvent.Action.REJECT)
+        .order_by("-id")
+    )
     deletions = MemoryEvent.objects.filter(owner=owner, action=MemoryEvent.Action.DELETE)
     if uid is not None:
         deletions = deletions.filter(uid=uid)
@@ -381,13 +385,24 @@ def uid_exists(*, owner: User, uid: str) -> bool:
 
 
 def entry_history(*, owner: User, uid: str, key: str) -> QuerySet[MemoryEvent]:
-    """Every recorded change to (uid, key), newest first, including changes to since-deleted entries."""
-    return MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).select_related("actor").order_by("-id")
+    """Every recorded change to (uid, key), newest first, including changes to since-deleted entries, and the
+    decisions on its held writes (the held write joined: a rejection's refused value is there)."""
+    return (
+        MemoryEvent.objects.filter(owner=owner, uid=uid, key=key)
+        .select_related("actor", "held_write__requested_by")
+        .order_by("-id")
+    )
 
 
 def entry_deleted_version(*, owner: User, uid: str, key: str) -> int | None:
     """The version (uid, key) was deleted at when its latest change is a deletion, else None."""
-    last = MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).order_by("-id").values("action", "version").first()
+    last = (
+        MemoryEvent.objects.filter(owner=owner, uid=uid, key=key)
+        .exclude(action=MemoryEvent.Action.REJECT)
+        .order_by("-id")
+        .values("action", "version")
+        .first()
+    )
     return last["version"] if last is not None and last["action"] == MemoryEvent.Action.DELETE else None
 
 
@@ -415,7 +430,7 @@ def kind_counts(*, owner: User, uid: str | None = None) -> list[KindCount]:
 
 def change_count(*, owner: User, since: datetime) -> int:
     """How many changes (creations, updates, deletions) the account's entries had since that moment."""
-    return MemoryEvent.objects.filter(owner=owner, at__gte=since).count()
+    return MemoryEvent.objects.filter(owner=owner, at__gte=since).exclude(action=MemoryEvent.Action.REJECT).count()
 
 
 # Staff only: the dashboard's "all accounts" switch. Callers check is_staff before calling these.
@@ -435,7 +450,7 @@ def all_accounts_counts(*, since: datetime) -> dict:
         "entries": totals["entries"],
         "users": entries.values("owner_id", "uid").distinct().count(),
         "kinds": list(entries.values("kind").annotate(entries=Count("id")).order_by("-entries", "kind")),
-        "changes": MemoryEvent.objects.filter(at__gte=since).count(),
+        "changes": MemoryEvent.objects.filter(at__gte=since).exclude(action=MemoryEvent.Action.REJECT).count(),
     }
 
 

@@ -279,6 +279,17 @@ def _history_rows(events: list[MemoryEvent]) -> list[dict]:
     return rows
 
 
+def _gone_by(events: list[MemoryEvent]) -> str:
+    """What became of a memory no read shows, from its latest change of state (a rejection changed nothing):
+    delete (it can be restored), expire (also when the worker has not removed it yet), or "" (never stored)."""
+    latest = next((event for event in events if event.action != MemoryEvent.Action.REJECT), None)
+    if latest is None:
+        return ""
+    if latest.action in (MemoryEvent.Action.CREATE, MemoryEvent.Action.UPDATE):
+        return MemoryEvent.Action.EXPIRE
+    return latest.action
+
+
 @login_required
 def entry_detail(request: HttpRequest) -> HttpResponse:
     """An entry's full value, its meta as pretty JSON, and its history (also after it was deleted)."""
@@ -290,6 +301,7 @@ def entry_detail(request: HttpRequest) -> HttpResponse:
     if entry is None and not events:
         raise Http404("No memory has that uid and key.")
     context = {
+        "gone_by": _gone_by(events) if entry is None else "",
         "scope": scope,
         "uid": uid,
         "key": key,

@@ -286,9 +286,20 @@ class EventSerializer(serializers.ModelSerializer):
             "privacy_after",
             "entries_erased",
             "actor",
+            "held_write",
             "at",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "action": {
+                "help_text": "create, update, delete, expire, erase, or reject: staff rejected a write the guard held "
+                "(nothing changed; before and after are the memory as it stood, none when there was none)."
+            },
+            "held_write": {
+                "help_text": "For a decision on a held write (an approval's create or update, a rejection): its "
+                "number, at /api/v1/held/{id}, which holds the value asked for. The actor is who decided."
+            },
+        }
 
 
 class UserSummarySerializer(serializers.Serializer):

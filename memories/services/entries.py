@@ -152,6 +152,17 @@ def _last_version(*, owner: User, uid: str, key: str) -> int:
     return last if last is not None else ABSENT_VERSION
 
 
+def entry_state_locked(*, owner: User, uid: str, key: str, now: datetime) -> MemoryEntry | None:
+    """The entry as it stands, locked for the rest of the caller's transaction (None when there is none, or
+    its expiry has passed: it is then recorded as expired and removed, as any write would)."""
+    return _locked_entry(owner=owner, uid=uid, key=key, now=now)
+
+
+def last_version(*, owner: User, uid: str, key: str) -> int:
+    """The version of the latest change in the history of (uid, key), ABSENT_VERSION when it has none."""
+    return _last_version(owner=owner, uid=uid, key=key)
+
+
 def _check_expected(entry: MemoryEntry | None, expected_version: int | None) -> None:
     if expected_version is None:
         return
@@ -666,7 +677,13 @@ def entry_restore(
     with transaction.atomic():
         if _locked_entry(owner=owner, uid=uid, key=key) is not None:
             raise EntryExists(f"{uid}/{key}")
-        deletion = MemoryEvent.objects.filter(owner=owner, uid=uid, key=key).order_by("-id").first()
+        # The latest change of the entry's state (a rejected held write changed nothing).
+        deletion = (
+            MemoryEvent.objects.filter(owner=owner, uid=uid, key=key)
+            .exclude(action=MemoryEvent.Action.REJECT)
+            .order_by("-id")
+            .first()
+        )
         if deletion is None or deletion.action != MemoryEvent.Action.DELETE:
             raise EntryNotFound(f"{uid}/{key}")
         if expected_version is not None and expected_version != deletion.version:

@@ -2,10 +2,11 @@
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Subquery
 from django.utils import timezone
 
-from memories.models import HeldWrite
-from memories.services.entries import KEEP, Expires, PutResult, entry_put
+from memories.models import HeldWrite, MemoryEvent
+from memories.services.entries import KEEP, Expires, PutResult, entry_put, entry_state_locked, last_version
 from memories.services.guarding import CLEAN
 
 
@@ -57,6 +58,10 @@ def held_write_approve(*, held_id: int, decider: User) -> PutResult:
             ttl=held.ttl,
             expires=_held_expires(held),
         )
+        if result.changed:
+            # The history's create or update of this approval (the newest event of the key) names the held write.
+            newest = MemoryEvent.objects.filter(owner=held.owner, uid=held.uid, key=held.key).order_by("-id")
+            MemoryEvent.objects.filter(pk=Subquery(newest.values("pk")[:1])).update(held_write=held)
         held.status = HeldWrite.Status.APPROVED
         held.decided_by = decider
         held.decided_at = timezone.now()
@@ -66,11 +71,34 @@ def held_write_approve(*, held_id: int, decider: User) -> PutResult:
 
 
 def held_write_reject(*, held_id: int, decider: User) -> HeldWrite:
-    """Reject a pending held write: nothing is stored; the HeldWrite stays, rejected, with who decided and when."""
+    """Reject a pending held write: nothing is stored; the HeldWrite stays, rejected, with who decided and when.
+
+    The key's history records the rejection as a `reject` event by `decider`, naming the held write:
+    before and after are the entry as it stands (none when there is no entry), at its version (or the
+    key's last one), since a rejection changes nothing. Raises HeldWrite.DoesNotExist, HeldWriteDecided
+    or NotStaff.
+    """
     with transaction.atomic():
         held = _pending_locked(held_id, decider)
+        now = timezone.now()
+        entry = entry_state_locked(owner=held.owner, uid=held.uid, key=held.key, now=now)
+        MemoryEvent.objects.create(
+            owner=held.owner,
+            uid=held.uid,
+            key=held.key,
+            action=MemoryEvent.Action.REJECT,
+            version=entry.version if entry is not None else last_version(owner=held.owner, uid=held.uid, key=held.key),
+            **{
+                f"{field}_{side}": getattr(entry, field) if entry is not None else None
+                for field in ("value", "kind", "meta", "privacy")
+                for side in ("before", "after")
+            },
+            actor=decider,
+            held_write=held,
+            at=now,
+        )
         held.status = HeldWrite.Status.REJECTED
         held.decided_by = decider
-        held.decided_at = timezone.now()
+        held.decided_at = now
         held.save(update_fields=["status", "decided_by", "decided_at"])
     return held

@@ -515,14 +515,22 @@ def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
     check_key(event.key)
     if event.entries_erased is not None:
         raise InvalidField("entries_erased", f"must be null for a {event.action} event.")
+    # A rejected held write on a key never stored is at version 0: nothing was.
+    lowest = 0 if event.action == MemoryEvent.Action.REJECT else 1
     if (
         isinstance(event.version, bool)
         or not isinstance(event.version, int)
-        or not 1 <= event.version <= DATABASE_MAX_VERSION
+        or not lowest <= event.version <= DATABASE_MAX_VERSION
     ):
-        raise InvalidField("version", f"must be a whole number from 1 to {DATABASE_MAX_VERSION}.")
-    _check_side(event, "before", present=event.action != MemoryEvent.Action.CREATE)
-    _check_side(event, "after", present=event.action != MemoryEvent.Action.DELETE)
+        raise InvalidField("version", f"must be a whole number from {lowest} to {DATABASE_MAX_VERSION}.")
+    if event.action == MemoryEvent.Action.REJECT:
+        # A rejection changes nothing: before and after are the entry as it stood, or none when there was none.
+        stood = event.value_before is not None
+        _check_side(event, "before", present=stood)
+        _check_side(event, "after", present=stood)
+    else:
+        _check_side(event, "before", present=event.action != MemoryEvent.Action.CREATE)
+        _check_side(event, "after", present=event.action not in (MemoryEvent.Action.DELETE, MemoryEvent.Action.EXPIRE))
     _check_restore_time(event, now=now)
 
 

@@ -114,7 +114,9 @@ def test_staff_approve_in_the_dashboard_and_the_history_says_who(owner, owner_ap
     entry = owner_api.get(f"{BASE}/alice/memories/note").json()
     assert entry["value"] == INJECTION and entry["guard_flags"] == []
     history = owner_api.get(f"{BASE}/alice/memories/note/history").json()["results"]
-    assert [(event["action"], event["actor"]) for event in history] == [("create", "staffer")]
+    assert [(event["action"], event["actor"], event["held_write"]) for event in history] == [
+        ("create", "staffer", held_id)
+    ]
     held = owner_api.get(f"/api/v1/held/{held_id}").json()
     assert (held["status"], held["decided_by"], held["requested_by"], held["entry_version"]) == (
         "approved",
@@ -357,3 +359,59 @@ def test_a_batch_put_held_keeps_its_ttl(owner, staff, owner_api):
     held_id = answer["results"][0]["held"]["id"]
     assert answer["results"][0]["held"]["ttl"] == 60
     assert services.held_write_approve(held_id=held_id, decider=staff).entry.expires is not None
+
+
+@pytest.mark.django_db
+def test_a_rejection_is_in_the_history_with_who_decided_and_when_and_changes_nothing(
+    owner, owner_api, staff, staff_client, owner_client
+):
+    owner_api.put(f"{BASE}/alice/memories/note", {"value": CLEAN}, format="json")
+    _policy(owner, GuardMode.HOLD)
+    held_id = owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION}, format="json").json()["id"]
+
+    staff_client.post(f"/held/decide/?id={held_id}", {"decision": "reject"})
+
+    history = owner_api.get(f"{BASE}/alice/memories/note/history").json()["results"]
+    rejected = history[0]
+    assert [(event["action"], event["version"], event["actor"]) for event in history] == [
+        ("reject", 1, "staffer"),
+        ("create", 1, "owner"),
+    ]
+    assert (rejected["held_write"], rejected["value_before"], rejected["value_after"]) == (held_id, CLEAN, CLEAN)
+    assert rejected["at"] == owner_api.get(f"/api/v1/held/{held_id}").json()["decided_at"]
+    assert owner_api.get(f"{BASE}/alice/memories/note").json()["version"] == 1
+    page = owner_client.get("/memory/?uid=alice&key=note").content.decode()
+    assert "<strong>rejected</strong> · version 1" in page and "by staffer" in page
+    assert "a write the guard held, not stored, asked by owner" in page and INJECTION in page
+    staff_client.force_login(staff)
+    admin_list = staff_client.get("/admin/memories/memoryevent/?action__exact=reject").content.decode()
+    assert "rejected" in admin_list and "staffer" in admin_list
+    # The next write goes on from the entry's version, as if the rejected one was never asked for.
+    assert owner_api.patch(f"{BASE}/alice/memories/note", {"kind": "fact"}, format="json").json()["version"] == 2
+
+
+@pytest.mark.django_db
+def test_a_rejection_on_a_deleted_or_never_stored_key_keeps_it_restorable_or_absent(
+    owner, owner_api, staff, owner_client
+):
+    services.entry_put(owner=owner, uid="alice", key="gone", value=CLEAN)
+    services.entry_delete(owner=owner, uid="alice", key="gone")
+    _policy(owner, GuardMode.HOLD)
+    for key in ("gone", "never"):
+        held_id = owner_api.put(f"{BASE}/alice/memories/{key}", {"value": INJECTION}, format="json").json()["id"]
+        services.held_write_reject(held_id=held_id, decider=staff)
+
+    never = owner_client.get("/memory/?uid=alice&key=never").content.decode()
+    assert "Nothing is stored under this key" in never and "Restore" not in never
+    never_history = owner_api.get(f"{BASE}/alice/memories/never/history").json()["results"]
+    assert [(event["action"], event["version"], event["value_after"]) for event in never_history] == [
+        ("reject", 0, None)
+    ]
+    assert "Restore" in owner_client.get("/memory/?uid=alice&key=gone").content.decode()
+    assert [event.key for event in selectors.entry_trash(owner=owner)] == ["gone"]
+
+    restored = owner_api.post(f"{BASE}/alice/memories/gone/restore", format="json")
+    assert (restored.status_code, restored.json()["version"], restored.json()["value"]) == (201, 2, CLEAN)
+    _policy(owner, GuardMode.FLAG)
+    created = owner_api.put(f"{BASE}/alice/memories/never", {"value": CLEAN}, format="json")
+    assert (created.status_code, created.json()["version"]) == (201, 1)
