@@ -123,7 +123,7 @@ def entry_search(
     filters = filter_with_kind(filters, kind)
     if match == MATCH_RANKED:
         matches = search.LexicalMatches(owner_id=owner.pk, uid=uid, kind=None, query_text=query_text, filters=filters)
-        if matches.query.indexed:
+        if matches.parsed.indexed:
             return search.hybrid_search(owner=owner, lexical=matches, query_text=query_text)
     entries = user_entries(owner=owner, uid=uid, filters=filters)
     found = entries.filter(Q(key__icontains=query_text) | Q(value__icontains=query_text)).order_by("-updated", "-id")

@@ -128,10 +128,8 @@ class Ranked:
 
 
 def _matched_terms(query: LexicalQuery, entry: MemoryEntry) -> tuple[str, ...]:
-    # As the lexical search names them: the query's words and phrases the folded key or value holds.
-    return tuple(
-        term for term in (*query.words, *query.phrases) if term in entry.key_folded or term in entry.value_folded
-    )
+    # As the lexical search names them: the query's words, phrases and typos' variants the folded key or value holds.
+    return tuple(term for term in query.named_terms if term in entry.key_folded or term in entry.value_folded)
 
 
 class HybridMatches:

@@ -25,6 +25,7 @@ PostgreSQL: a GIN index over the words of the folded key and value, and pg_trgm 
 for substrings.
 """
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -45,6 +46,11 @@ MIN_INDEXED_LENGTH = 3
 RANK_CAP = 200
 # Counts are exact up to this many matches; beyond, the count is COUNT_LIMIT + 1 and marked inexact.
 COUNT_LIMIT = 1000
+# Typos: a query word of at least this many letters that none of the searched entries holds whole is also
+# sought one edit away (a letter left out, added or changed, or two neighbours swapped).
+TYPO_MIN_LENGTH = 4
+# How many of the user's entries holding a word one edit away are read to learn which of those words they hold.
+TYPO_PROBE_LIMIT = 200
 FTS_TABLE = "memories_memoryentry_fts"
 SCOPE_TABLE = "memories_searchscope"
 # Both SQLite indexes' rowid is the user's number (SCOPE_TABLE) times this, plus the entry's id.
@@ -92,6 +98,9 @@ class LexicalQuery:
     words: tuple[str, ...]
     phrases: tuple[str, ...]
     whole: str
+    # Words one edit away from a query word no searched entry holds, that some of the user's entries hold
+    # whole (typo_variants_find): matched as whole words and ranked like the query's own words.
+    variants: tuple[str, ...] = ()
 
     @property
     def substrings(self) -> tuple[str, ...]:
@@ -105,13 +114,29 @@ class LexicalQuery:
         return tuple(word for word in self.words if len(word) < MIN_INDEXED_LENGTH)
 
     @property
+    def whole_words(self) -> tuple[str, ...]:
+        """What an entry may hold as a whole word to match: the short words and the typos' variants."""
+        return tuple(dict.fromkeys((*self.short_words, *self.variants)))
+
+    @property
+    def typo_candidates(self) -> tuple[str, ...]:
+        """The words that may be misspelt: letters only, at least TYPO_MIN_LENGTH of them."""
+        return tuple(word for word in self.words if len(word) >= TYPO_MIN_LENGTH and word.isalpha())
+
+    @property
     def ranking_terms(self) -> tuple[str, ...]:
         """The words and phrases bm25 scores; the whole query counts as a phrase when it has several words."""
         terms = [*self.words, *self.phrases]
         whole_words = " ".join(WORD_PATTERN.findall(self.whole))
         if len(whole_words.split()) > 1:
             terms.append(whole_words)
+        terms += self.variants
         return tuple(dict.fromkeys(terms))
+
+    @property
+    def named_terms(self) -> tuple[str, ...]:
+        """The terms a result names as matched (matched_terms): words, phrases and typos' variants."""
+        return (*self.words, *self.phrases, *self.variants)
 
     @property
     def indexed(self) -> bool:
@@ -163,7 +188,7 @@ def _entry_id(table: str) -> str:
 
 
 def _matched_terms(query: LexicalQuery, key_folded: str, value_folded: str) -> tuple[str, ...]:
-    return tuple(term for term in (*query.words, *query.phrases) if term in key_folded or term in value_folded)
+    return tuple(term for term in query.named_terms if term in key_folded or term in value_folded)
 
 
 def _terms_match(terms: tuple[str, ...]) -> str:
@@ -257,6 +282,124 @@ def _candidates_postgres(
     return [(row[0], row[1], row[3], row[4]) if with_text else (row[0], row[1]) for row in ranked]
 
 
+# What a substitution or an insertion may put in a word, besides the word's own letters.
+TYPO_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+
+
+def word_variants(word: str) -> frozenset[str]:
+    """The words one edit away from word (a letter left out, added or changed, two neighbours swapped),
+    but stop words."""
+    letters = sorted(set(TYPO_ALPHABET) | set(word))
+    splits = [(word[:cut], word[cut:]) for cut in range(len(word) + 1)]
+    found = {head + tail[1:] for head, tail in splits if tail}
+    found |= {head + tail[1] + tail[0] + tail[2:] for head, tail in splits if len(tail) > 1}
+    found |= {head + letter + tail[1:] for head, tail in splits if tail for letter in letters}
+    found |= {head + letter + tail for head, tail in splits for letter in letters}
+    return frozenset(found - {word} - STOP_WORDS)
+
+
+def _words_of(texts: Iterable[str]) -> set[str]:
+    return {word for text in texts for word in WORD_PATTERN.findall(text)}
+
+
+def _held_whole_sqlite(owner_id: int, uid: str, words: tuple[str, ...]) -> set[str]:
+    """Which of the words some entry of the user holds whole (one look-up in the words index each)."""
+    parts, params = [], []
+    for word in words:
+        rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
+        parts.append(f"SELECT %s FROM (SELECT 1 FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s AND {rows} LIMIT 1)")
+        params += [word, _terms_match((word,)), *rows_params]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return {word for (word,) in cursor.fetchall()}
+
+
+def _held_whole_postgres(owner_id: int, uid: str, words: tuple[str, ...]) -> set[str]:
+    parts, params = [], []
+    for word in words:
+        parts.append(
+            f"SELECT %s WHERE EXISTS (SELECT 1 FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s "
+            f"AND {POSTGRES_WORDS} @@ phraseto_tsquery('simple'::regconfig, %s))"
+        )
+        params += [word, owner_id, uid, word]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return {word for (word,) in cursor.fetchall()}
+
+
+def _texts_holding_sqlite(
+    owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
+) -> list[tuple[str, str]]:
+    """The folded key and value of up to limit of the user's entries holding any of the words whole."""
+    ids, params = _words_ids_sqlite(owner_id, uid, words)
+    filter_sql, filter_params = filters.sql()
+    sql = f"SELECT key_folded, value_folded FROM {ENTRY_TABLE} WHERE id IN ({ids}){filter_sql} LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *filter_params, limit])
+        return cursor.fetchall()
+
+
+def _texts_holding_postgres(
+    owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
+) -> list[tuple[str, str]]:
+    # The words are letters only (word_variants of typo_candidates): a tsquery of them needs no quoting.
+    filter_sql, filter_params = filters.sql()
+    sql = (
+        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
+        f"AND {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, %s) LIMIT %s) "
+        f"SELECT key_folded, value_folded FROM hits JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = hits.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [owner_id, uid, *filter_params, " | ".join(words), limit])
+        return cursor.fetchall()
+
+
+def typo_variants_find(
+    owner_id: int,
+    uid: str,
+    filters: EntryFilter,
+    query: LexicalQuery,
+    candidate_texts: list[tuple[str, str]],
+    limit: int,
+) -> tuple[str, ...]:
+    """The words one edit away from the query's typo candidates that none of the searched entries holds whole,
+    which some of the user's entries hold whole: what the query's misspelt words most likely meant.
+
+    candidate_texts are the folded key and value of the ranked candidates (at most limit): a word none of
+    them holds is held by no entry, unless the candidates reached the limit (then the index is asked).
+    """
+    held = _words_of(text for texts in candidate_texts for text in texts)
+    absent = tuple(word for word in query.typo_candidates if word not in held)
+    postgres = connection.vendor == "postgresql"
+    if absent and len(candidate_texts) >= limit:
+        held_whole = (_held_whole_postgres if postgres else _held_whole_sqlite)(owner_id, uid, absent)
+        absent = tuple(word for word in absent if word not in held_whole)
+    if not absent:
+        return ()
+    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
+    if not variants:
+        return ()
+    fetch = _texts_holding_postgres if postgres else _texts_holding_sqlite
+    texts = fetch(owner_id, uid, filters, tuple(sorted(variants)), TYPO_PROBE_LIMIT)
+    return tuple(sorted(variants & _words_of(text for pair in texts for text in pair)))
+
+
+def ranked_candidates(
+    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int
+) -> tuple[LexicalQuery, list[tuple[int, float, str, str]]]:
+    """The query with its typos' variants (typo_variants_find), and its ranked candidates (id, score,
+    key_folded, value_folded), best first: one query when every word is found, three or four when one is not."""
+    fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
+    rows = fetch(owner_id, uid, filters, query, limit, with_text=True)
+    if not query.typo_candidates:
+        return query, rows
+    variants = typo_variants_find(owner_id, uid, filters, query, [(row[2], row[3]) for row in rows], limit)
+    if not variants:
+        return query, rows
+    query = dataclasses.replace(query, variants=variants)
+    return query, fetch(owner_id, uid, filters, query, limit, with_text=True)
+
+
 def lexical_candidates(
     *,
     owner_id: int,
@@ -270,18 +413,17 @@ def lexical_candidates(
     among those the filter lets through (by default: every entry not expired).
 
     Each candidate carries its score (bm25 on SQLite, ts_rank on PostgreSQL; higher is better, only
-    comparable within one query) and the query's words and phrases it holds. At most limit
-    candidates, the most recently created when more hold the words. One query.
+    comparable within one query) and the query's words and phrases it holds (and the words a misspelt
+    one was taken for). At most limit candidates, the most recently created when more hold the words.
+    One query when every word is found (ranked_candidates).
     """
     query = query_parse(query_text)
     if not query.ranking_terms:
         return []
-    fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
+    query, rows = ranked_candidates(owner_id, uid, filter_with_kind(filters, kind), query, limit)
     return [
         Candidate(entry_id=entry_id, score=score, matched_terms=_matched_terms(query, key_folded, value_folded))
-        for entry_id, score, key_folded, value_folded in fetch(
-            owner_id, uid, filter_with_kind(filters, kind), query, limit, with_text=True
-        )
+        for entry_id, score, key_folded, value_folded in rows
     ]
 
 
@@ -297,27 +439,27 @@ def _match_ids_sqlite(owner_id: int, uid: str, query: LexicalQuery) -> tuple[str
         rows, rows_params = _user_rows(FTS_TABLE, owner_id, uid)
         parts.append(f"SELECT {_entry_id(FTS_TABLE)} AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s AND {rows}")
         params += [" OR ".join(_fts_string(text) for text in query.substrings), *rows_params]
-    if query.short_words:
-        words, words_params = _words_ids_sqlite(owner_id, uid, query.short_words)
+    if query.whole_words:
+        words, words_params = _words_ids_sqlite(owner_id, uid, query.whole_words)
         parts.append(words)
         params += words_params
     return " UNION ".join(parts), params
 
 
-def _short_words_filter(query: LexicalQuery) -> Q:
-    if not query.short_words:
+def _whole_words_filter(query: LexicalQuery) -> Q:
+    if not query.whole_words:
         return Q(pk__in=[])
-    tsquery, params = _postgres_query(query.short_words)
+    tsquery, params = _postgres_query(query.whole_words)
     return Q(pk__in=RawSQL(f"SELECT id FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {tsquery}", params))
 
 
 def match_filter(*, owner_id: int, uid: str, query: LexicalQuery) -> Q:
     """The matching rule as a filter on entries (the folded columns are lower case: LIKE is exact on them)."""
     if connection.vendor != "postgresql":
-        if not query.substrings and not query.short_words:
+        if not query.substrings and not query.whole_words:
             return Q(pk__in=[])
         return Q(pk__in=RawSQL(*_match_ids_sqlite(owner_id, uid, query)))
-    condition = _short_words_filter(query)
+    condition = _whole_words_filter(query)
     for text in query.substrings:
         condition |= Q(key_folded__contains=text) | Q(value_folded__contains=text)
     return condition
@@ -357,8 +499,8 @@ def _tail_sqlite(
     if many:
         holds = ["instr(key_folded, %s) > 0 OR instr(value_folded, %s) > 0" for _ in query.substrings]
         params = [owner_id, uid, *(text for text in query.substrings for _ in range(2))]
-        if query.short_words:
-            words, words_params = _words_ids_sqlite(owner_id, uid, query.short_words)
+        if query.whole_words:
+            words, words_params = _words_ids_sqlite(owner_id, uid, query.whole_words)
             holds.append(f"id IN ({words})")
             params += words_params
         where = f"owner_id = %s AND uid = %s AND ({' OR '.join(holds)})"
@@ -412,20 +554,32 @@ class LexicalMatches:
         self.owner_id, self.uid, self.kind = owner_id, uid, kind
         # What the matches are narrowed to beyond the user: kind folded in, expired entries left out.
         self.filters = filter_with_kind(filters, kind)
-        self.query = query_parse(query_text)
+        self.parsed = query_parse(query_text)
+        self._query: LexicalQuery | None = None
         self._candidates: list[Candidate] | None = None
         self._count: int | None = None
 
     @property
+    def query(self) -> LexicalQuery:
+        """The query as parsed, with the words its misspelt words were taken for (found with the candidates)."""
+        if self._query is None:
+            self._rank()
+        assert self._query is not None
+        return self._query
+
+    @property
     def candidates(self) -> list[Candidate]:
         if self._candidates is None:
-            if not self.query.ranking_terms:
-                self._candidates = []
-            else:
-                fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
-                rows = fetch(self.owner_id, self.uid, self.filters, self.query, RANK_CAP, with_text=False)
-                self._candidates = [Candidate(entry_id=entry_id, score=score) for entry_id, score in rows]
+            self._rank()
+        assert self._candidates is not None
         return self._candidates
+
+    def _rank(self) -> None:
+        if not self.parsed.ranking_terms:
+            self._query, self._candidates = self.parsed, []
+            return
+        self._query, rows = ranked_candidates(self.owner_id, self.uid, self.filters, self.parsed, RANK_CAP)
+        self._candidates = [Candidate(entry_id=row[0], score=row[1]) for row in rows]
 
     def count(self) -> int:
         """How many entries match, exactly up to COUNT_LIMIT; COUNT_LIMIT + 1 means more."""

@@ -198,9 +198,12 @@ def test_the_tool_and_the_api_rank_alike(owner, owner_api):
 def test_lexical_candidates_name_their_score_and_matched_terms(owner):
     _put(owner, "language", "prefers python, writes rust")
     _put(owner, "editor", "vim")
-    [candidate] = search.lexical_candidates(owner_id=owner.pk, uid="alice", query_text="Rust editors")
+    [candidate] = search.lexical_candidates(owner_id=owner.pk, uid="alice", query_text="Rust compilers")
     assert candidate.matched_terms == ("rust",)
     assert candidate.score > 0
+    # "editors" is held by no entry: "editor", one letter away, is what it names.
+    candidates = search.lexical_candidates(owner_id=owner.pk, uid="alice", query_text="Rust editors")
+    assert {candidate.matched_terms for candidate in candidates} == {("rust",), ("editor",)}
 
 
 LETTERS = "abcABCéÉxyz"
@@ -239,3 +242,30 @@ def test_the_dashboard_says_how_many_are_shown_and_that_more_follow(owner, owner
     assert "Page 1</span>" in first and 'rel="next"' in first
     listed = owner_client.get("/user/", {"uid": "alice", "page": 3}).content.decode()
     assert "101–150 shown, more (of 1003 memories)" in listed
+
+
+def test_a_misspelt_word_finds_the_word_one_letter_away_ranked(owner, owner_api):
+    _put(owner, "drink", "takes her coffee black")
+    _put(owner, "running", "training for a marathon in May")
+    _put(owner, "editor", "uses vim")
+    assert _found_keys(owner, "how does she like her cofee") == ["drink"]
+    assert _found_keys(owner, "is she trainig for a marathn") == ["running"]
+    assert _found_keys(owner, "wich editr does she use") == ["editor"]
+    found = owner_api.get("/api/v1/users/alice/memories", {"q": "cofee"}).json()
+    assert found["order"] == "relevance" and found["count"] == 1
+    [result] = found["results"]
+    assert result["key"] == "drink" and result["score"] > 0 and result["matched_terms"] == ["coffee"]
+
+
+def test_a_word_someone_holds_is_not_taken_for_its_neighbours(owner):
+    _put(owner, "drink", "takes her coffee black")
+    _put(owner, "sweet", "likes toffee")
+    assert _found_keys(owner, "coffee") == ["drink"]
+
+
+def test_a_misspelt_word_is_corrected_from_my_own_entries_only(owner, stranger):
+    _put(owner, "drink", "green tea")
+    _import(stranger, "alice", {"drink": "takes her coffee black"})
+    assert _found_keys(owner, "cofee") == []
+    _put(owner, "breakfast", "coffee and toast")
+    assert _found_keys(owner, "cofee") == ["breakfast"]
