@@ -315,13 +315,16 @@ def _held_whole_sqlite(owner_id: int, uid: str, words: tuple[str, ...]) -> set[s
 
 
 def _held_whole_postgres(owner_id: int, uid: str, words: tuple[str, ...]) -> set[str]:
+    # OFFSET 0 keeps each word's hits a subquery of its own, gathered from the GIN index: left to itself the
+    # planner reads the user's rows and computes every tsvector, to find that a misspelt word is in none.
     parts, params = [], []
     for word in words:
         parts.append(
-            f"SELECT %s WHERE EXISTS (SELECT 1 FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s "
-            f"AND {POSTGRES_WORDS} @@ phraseto_tsquery('simple'::regconfig, %s))"
+            f"SELECT %s WHERE EXISTS (SELECT 1 FROM (SELECT owner_id, uid FROM {ENTRY_TABLE} "
+            f"WHERE {POSTGRES_WORDS} @@ phraseto_tsquery('simple'::regconfig, %s) OFFSET 0) AS hits "
+            f"WHERE owner_id = %s AND uid = %s)"
         )
-        params += [word, owner_id, uid, word]
+        params += [word, word, owner_id, uid]
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(parts), params)
         return {word for (word,) in cursor.fetchall()}
@@ -342,15 +345,18 @@ def _texts_holding_sqlite(
 def _texts_holding_postgres(
     owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
 ) -> list[tuple[str, str]]:
-    # The words are letters only (word_variants of typo_candidates): a tsquery of them needs no quoting.
+    # The words are letters only (word_variants of typo_candidates): a tsquery of them needs no quoting. The
+    # hits are gathered from the GIN index first (the variants are hundreds of words, nearly all held by
+    # none), then kept to the user's.
     filter_sql, filter_params = filters.sql()
     sql = (
-        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
-        f"AND {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, %s) LIMIT %s) "
-        f"SELECT key_folded, value_folded FROM hits JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = hits.id"
+        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} "
+        f"WHERE {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, %s)) "
+        f"SELECT key_folded, value_folded FROM hits JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = hits.id "
+        f"WHERE owner_id = %s AND uid = %s{filter_sql} LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [owner_id, uid, *filter_params, " | ".join(words), limit])
+        cursor.execute(sql, [" | ".join(words), owner_id, uid, *filter_params, limit])
         return cursor.fetchall()
 
 
