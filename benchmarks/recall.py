@@ -59,7 +59,8 @@ QUESTION_SETS = ("all", Split.TUNE.value, Split.TEST.value)
 # The selector's match mode of a semantic-only ranking, where the hub has one.
 MATCH_SEMANTIC = "semantic"
 
-RankResult = list[tuple[str, float | None]]
+# (key, score, relevant): the score None when the ranking gives none, relevant None when it has no verdict.
+RankResult = list[tuple[str, float | None, bool | None]]
 RankFunction = Callable[[User, str, str, int], RankResult]
 Progress = Callable[[str], None]
 
@@ -67,6 +68,7 @@ Progress = Callable[[str], None]
 class NoAnswerRule:
     MATCHES_ONLY = "returns only matches: nothing found is an empty list"
     CUTOFF = "nothing scores above the cut-off"
+    RELEVANCE = "no result passes the hub's relevance cut-off"
     NONE = "no cut-off"
 
 
@@ -81,6 +83,8 @@ class Ranking:
     cutoff: float | None = None
     # Whether the ranking returns only entries that match the query (so an empty list means "nothing").
     matches_only: bool = False
+    # Whether each result says if it passes the hub's relevance cut-off (so "none passes" means "nothing").
+    relevance: bool = False
     # Why it cannot be measured here; "" when it can.
     unavailable: str = ""
     # Settings in force while it is measured.
@@ -88,14 +92,18 @@ class Ranking:
 
     @property
     def no_answer_rule(self) -> str:
+        if self.relevance:
+            return NoAnswerRule.RELEVANCE
         if self.cutoff is not None:
             return NoAnswerRule.CUTOFF
         return NoAnswerRule.MATCHES_ONLY if self.matches_only else NoAnswerRule.NONE
 
     def says_nothing_found(self, results: RankResult) -> bool | None:
         """Whether these results say that nothing matches; None when the ranking cannot say it."""
+        if self.relevance:
+            return not any(relevant for *_, relevant in results)
         if self.cutoff is not None:
-            return not any(score is not None and score >= self.cutoff for _, score in results)
+            return not any(score is not None and score >= self.cutoff for _, score, _ in results)
         if self.matches_only:
             return not results
         return None
@@ -116,7 +124,7 @@ def rank_substring(owner: User, uid: str, query_text: str, limit: int) -> RankRe
         .order_by("-updated", "-id")
         .values_list("key", flat=True)[:limit]
     )
-    return [(key, None) for key in entries]
+    return [(key, None, None) for key in entries]
 
 
 def _entry_score(entry: MemoryEntry) -> float | None:
@@ -130,13 +138,13 @@ def _entry_score(entry: MemoryEntry) -> float | None:
 def rank_lexical(owner: User, uid: str, query_text: str, limit: int) -> RankResult:
     """The hub's `?q=` ranking, through the selector the API calls, so it is measured as users meet it."""
     entries = selectors.entry_find(owner=owner, uid=uid, query_text=query_text)[:limit]
-    return [(entry.key, _entry_score(entry)) for entry in entries]
+    return [(entry.key, _entry_score(entry), getattr(entry, "relevant", None)) for entry in entries]
 
 
 def _selector_ranking(match: str) -> RankFunction:
     def rank(owner: User, uid: str, query_text: str, limit: int) -> RankResult:
         entries = selectors.entry_find(owner=owner, uid=uid, query_text=query_text, match=match)[:limit]
-        return [(entry.key, _entry_score(entry)) for entry in entries]
+        return [(entry.key, _entry_score(entry), getattr(entry, "relevant", None)) for entry in entries]
 
     return rank
 
@@ -181,7 +189,7 @@ def rank_semantic(owner: User, uid: str, query_text: str, limit: int) -> RankRes
             "id", "key"
         )
     )
-    return [(keys[entry_id], similarity) for entry_id, similarity in nearest if entry_id in keys]
+    return [(keys[entry_id], similarity, None) for entry_id, similarity in nearest if entry_id in keys]
 
 
 def embeddings_catch_up(progress: Progress) -> int:
@@ -234,8 +242,8 @@ def rankings_available() -> list[Ranking]:
         rankings.append(Ranking(name="semantic", description=semantic, rank=rank_semantic, cutoff=cutoff))
     else:
         rankings.append(Ranking(name="semantic", description=semantic, unavailable="the hub has no vector search yet"))
-    # It returns only word matches and entries above the similarity floor: an empty list says "nothing".
-    rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical, matches_only=True))
+    # Each of its results says whether it passes the hub's relevance cut-off (memories.search.hybrid).
+    rankings.append(Ranking(name="hybrid", description=hybrid, rank=rank_lexical, matches_only=True, relevance=True))
     return rankings
 
 
@@ -422,11 +430,13 @@ class NoAnswerScore:
         return f"{self.nothing_found}/{self.questions} nothing found"
 
 
-def no_answer_score(outcomes: Sequence[Outcome], ranking: Ranking) -> NoAnswerScore:
-    unanswerable = [outcome for outcome in outcomes if not outcome.answer_keys]
-    verdicts = [outcome.nothing_found for outcome in unanswerable]
+def no_answer_score(outcomes: Sequence[Outcome], ranking: Ranking, *, answerable: bool = False) -> NoAnswerScore:
+    """How often the ranking says nothing matches, over the questions with no answer (or, answerable=True,
+    over those with one: how often it wrongly says so)."""
+    asked = [outcome for outcome in outcomes if bool(outcome.answer_keys) == answerable]
+    verdicts = [outcome.nothing_found for outcome in asked]
     nothing_found = None if any(verdict is None for verdict in verdicts) else sum(bool(v) for v in verdicts)
-    return NoAnswerScore(questions=len(unanswerable), nothing_found=nothing_found, rule=ranking.no_answer_rule)
+    return NoAnswerScore(questions=len(asked), nothing_found=nothing_found, rule=ranking.no_answer_rule)
 
 
 # The groups each ranking is scored on, in the order reports show them: (label, set, category or split).
@@ -461,6 +471,8 @@ class RankingResult:
     unavailable: str
     scores: dict[str, Scores | None] = field(default_factory=dict)
     no_answer: dict[str, NoAnswerScore] = field(default_factory=dict)
+    # The same verdict over answerable questions: how often it says "nothing" where there is an answer.
+    answerable_nothing: dict[str, NoAnswerScore] = field(default_factory=dict)
     timing: Samples = field(default_factory=Samples)
     outcomes: list[Outcome] = field(default_factory=list)
 
@@ -473,6 +485,7 @@ class RankingResult:
             "description": self.description,
             "scores": {label: scores.as_json() if scores else None for label, scores in self.scores.items()},
             "no_answer": {label: score.as_json() for label, score in self.no_answer.items()},
+            "answerable_nothing_found": {label: score.as_json() for label, score in self.answerable_nothing.items()},
             "queries": len(self.timing.seconds),
             "p50_ms": round(self.timing.p50_ms, 3),
             "p95_ms": round(self.timing.p95_ms, 3),
@@ -486,7 +499,7 @@ def _ask(ranking: Ranking, owner: User, recall_set: RecallSet, question: Questio
     outcome = Outcome(
         question=question,
         answer_keys=recall_set.answer_keys(question),
-        keys=tuple(key for key, _ in results),
+        keys=tuple(key for key, *_ in results),
         nothing_found=ranking.says_nothing_found(results),
     )
     return outcome, seconds
@@ -511,6 +524,9 @@ def ranking_measure(*, ranking: Ranking, owner: User, shipped: RecallSet, unseen
     result.outcomes = by_set[SHIPPED] + by_set[UNSEEN]
     result.scores = {label: scores_of(outcomes) for label, outcomes in _grouped(**by_set).items()}
     result.no_answer = {name: no_answer_score(outcomes, ranking) for name, outcomes in by_set.items()}
+    result.answerable_nothing = {
+        name: no_answer_score(outcomes, ranking, answerable=True) for name, outcomes in by_set.items()
+    }
     return result
 
 

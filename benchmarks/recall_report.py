@@ -43,6 +43,10 @@ def size_rows(size: SizeResult) -> tuple[list[str], list[list[str]], list[str]]:
         counts = [ranking.no_answer.get(name) for ranking in measured]
         questions = counts[0].questions if counts and counts[0] else 0
         rows.append([f"no answer ({name})", str(questions), *(c.text() if c else "-" for c in counts)])
+    for name in (SHIPPED, UNSEEN):
+        counts = [ranking.answerable_nothing.get(name) for ranking in measured]
+        questions = counts[0].questions if counts and counts[0] else 0
+        rows.append([f"with an answer ({name})", str(questions), *(c.text() if c else "-" for c in counts)])
     rows.append(["query p50 ms", "", *(f"{ranking.timing.p50_ms:.3f}" for ranking in measured)])
     rows.append(["query p95 ms", "", *(f"{ranking.timing.p95_ms:.3f}" for ranking in measured)])
     notes = [

@@ -150,6 +150,8 @@ class MemoryEntry(models.Model):
     lexical_rank: int | None
     lexical_score: float | None
     semantic_similarity: float | None
+    # Whether it passes the hybrid ranking's relevance cut-off (memories.search.hybrid.SEMANTIC_STANDOUT).
+    relevant: bool | None
     # Kept across updates; a deleted and re-created key gets a new one. Filled whether sync is on or not.
     honcho_session_id = models.CharField(
         max_length=HONCHO_SESSION_ID_MAX_LENGTH, unique=True, default=new_honcho_session_id, editable=False

@@ -185,6 +185,11 @@ class SearchResultSerializer(EntrySerializer):
         help_text="In a hybrid search: the cosine similarity of its embedding to the query's; null when it is not "
         "among the nearest, or the search was lexical only."
     )
+    relevant = serializers.SerializerMethodField(
+        help_text="In a hybrid search: whether it passes the relevance cut-off (both the words and the meaning "
+        "found it, or its meaning stands far above the user's other entries); when no result of a search passes, "
+        "most likely nothing answers it. Null when the search was lexical only (it has no cut-off)."
+    )
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_score(self, entry: MemoryEntry) -> float | None:
@@ -203,8 +208,19 @@ class SearchResultSerializer(EntrySerializer):
         similarity = getattr(entry, "semantic_similarity", None)
         return None if similarity is None else round(similarity, 4)
 
+    @extend_schema_field(serializers.BooleanField(allow_null=True))
+    def get_relevant(self, entry: MemoryEntry) -> bool | None:
+        return getattr(entry, "relevant", None)
+
     class Meta(EntrySerializer.Meta):
-        fields = [*EntrySerializer.Meta.fields, "score", "matched_terms", "lexical_rank", "semantic_similarity"]
+        fields = [
+            *EntrySerializer.Meta.fields,
+            "score",
+            "matched_terms",
+            "lexical_rank",
+            "semantic_similarity",
+            "relevant",
+        ]
         read_only_fields = fields
 
 

@@ -44,6 +44,12 @@ LEXICAL_FUSED = 5
 RRF_K = 60
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
+# The relevance cut-off (each result's `relevant`): a fused entry passes when both rankings found it (among
+# the word ranking's first LEXICAL_FUSED and the nearest by meaning), or when its similarity to the query
+# stands at least SEMANTIC_STANDOUT standard deviations above the mean over all the user's entries (a
+# meaning that stands out from everything else the user holds, whatever the model's scale). Nothing is
+# hidden by it: a search none of whose results passes most likely has no answer.
+SEMANTIC_STANDOUT = 5.0
 # After a provider failure, searches answer by words alone for this long without asking it again.
 PROVIDER_PAUSE_SECONDS = 30.0
 
@@ -86,6 +92,9 @@ class Nearest:
     entries: list[tuple[int, float]]
     semantic: Semantic
     reason: str = ""
+    # The mean and standard deviation of the similarities of all the user's entries to the query.
+    mean: float = 0.0
+    spread: float = 0.0
 
 
 def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> Nearest:
@@ -102,8 +111,10 @@ def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEM
         logger.warning("search answered by words alone: %s", error)
         _pause(provider, str(error))
         return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=str(error))
-    found = vectors.semantic_ranked(owner=owner, uid=uid, model=provider.name, query_vector=query_vector, limit=limit)
-    return Nearest(entries=found, semantic=Semantic.USED)
+    found = vectors.semantic_nearest_vectors(
+        owner=owner, uid=uid, model=provider.name, query_vector=query_vector, limit=limit
+    )
+    return Nearest(entries=found.entries, semantic=Semantic.USED, mean=found.mean, spread=found.spread)
 
 
 def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int, float]:
@@ -118,13 +129,15 @@ def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int,
 
 @dataclass(frozen=True)
 class Ranked:
-    """One ranked entry: its fused score (None past the fused ones) and what each ranking said of it."""
+    """One ranked entry: its fused score (None past the fused ones), what each ranking said of it, and
+    whether it passes the relevance cut-off (SEMANTIC_STANDOUT)."""
 
     entry_id: int
     score: float | None
     lexical_rank: int | None
     lexical_score: float | None
     semantic_similarity: float | None
+    relevant: bool = False
 
 
 def _matched_terms(query: LexicalQuery, entry: MemoryEntry) -> tuple[str, ...]:
@@ -138,16 +151,19 @@ class HybridMatches:
 
     Sliced and counted like memories.search.LexicalMatches (matches[0:50] is a list of entries, each with
     .score: the fused score, None past the fused entries; .lexical_rank, .lexical_score and
-    .semantic_similarity: None where that ranking did not find it; .matched_terms), and order_at(offset)
-    names the order the results from that offset on are in.
+    .semantic_similarity: None where that ranking did not find it; .matched_terms; .relevant: whether it
+    passes the relevance cut-off), and order_at(offset) names the order the results from that offset on are in.
     """
 
-    def __init__(self, *, lexical: LexicalMatches, nearest: list[tuple[int, float]]) -> None:
+    def __init__(
+        self, *, lexical: LexicalMatches, nearest: list[tuple[int, float]], mean: float = 0.0, spread: float = 0.0
+    ) -> None:
         self.lexical = lexical
         self.owner_id, self.uid, self.kind, self.query = lexical.owner_id, lexical.uid, lexical.kind, lexical.query
         # What the lexical side is narrowed to (kind, meta, expiry): the semantic side honours it too.
         self.filters = lexical.filters
         self.nearest = nearest
+        self.mean, self.spread = mean, spread
         self._fused: list[Ranked] | None = None
         self._count: int | None = None
 
@@ -170,7 +186,11 @@ class HybridMatches:
 
             def ranked(entry_id: int, score: float | None) -> Ranked:
                 rank, lexical_score = lexical.get(entry_id, (None, None))
-                return Ranked(entry_id, score, rank, lexical_score, similarity.get(entry_id))
+                found_by_meaning = similarity.get(entry_id)
+                relevant = found_by_meaning is not None and (
+                    (rank is not None and rank <= LEXICAL_FUSED) or self._stands_out(found_by_meaning)
+                )
+                return Ranked(entry_id, score, rank, lexical_score, found_by_meaning, relevant)
 
             best_first = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
             # The word ranking's candidates past its first LEXICAL_FUSED follow in its order, unfused.
@@ -179,6 +199,14 @@ class HybridMatches:
                 ranked(entry_id, None) for entry_id in rest
             ]
         return self._fused
+
+    def _stands_out(self, similarity: float) -> bool:
+        return self.spread > 0 and (similarity - self.mean) / self.spread >= SEMANTIC_STANDOUT
+
+    @property
+    def relevant_count(self) -> int:
+        """How many of the fused entries pass the relevance cut-off (0: most likely nothing answers the query)."""
+        return sum(fused.relevant for fused in self.fused)
 
     def _semantic_only(self) -> list[int]:
         return [fused.entry_id for fused in self.fused if fused.lexical_rank is None]
@@ -235,6 +263,7 @@ class HybridMatches:
     def _unranked(self, entry: MemoryEntry) -> MemoryEntry:
         entry.score = entry.lexical_rank = entry.lexical_score = entry.semantic_similarity = None
         entry.matched_terms = _matched_terms(self.query, entry)
+        entry.relevant = False
         return entry
 
     def __iter__(self) -> Iterator[MemoryEntry]:
@@ -265,6 +294,7 @@ class HybridMatches:
             if entry is not None:
                 entry.score, entry.lexical_rank = fused.score, fused.lexical_rank
                 entry.lexical_score, entry.semantic_similarity = fused.lexical_score, fused.semantic_similarity
+                entry.relevant = fused.relevant
                 entry.matched_terms = _matched_terms(self.query, entry)
                 found.append(entry)
         wanted = stop - start - len(head)
@@ -304,4 +334,5 @@ def hybrid_search(*, owner: User, lexical: LexicalMatches, query_text: str) -> S
     nearest = semantic_nearest(owner=owner, uid=lexical.uid, query_text=query_text)
     if nearest.semantic != Semantic.USED:
         return SearchAnswer(entries=lexical, semantic=nearest.semantic, reason=nearest.reason)
-    return SearchAnswer(entries=HybridMatches(lexical=lexical, nearest=nearest.entries), semantic=Semantic.USED)
+    entries = HybridMatches(lexical=lexical, nearest=nearest.entries, mean=nearest.mean, spread=nearest.spread)
+    return SearchAnswer(entries=entries, semantic=Semantic.USED)

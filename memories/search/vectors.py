@@ -68,6 +68,41 @@ def vectors_cache_clear() -> None:
         _cache.clear()
 
 
+@dataclass(frozen=True)
+class NearestVectors:
+    """The user's nearest entries (id, cosine similarity) best first, and how the similarities of all the
+    user's entries to the query spread (their mean and standard deviation)."""
+
+    entries: list[tuple[int, float]]
+    mean: float = 0.0
+    spread: float = 0.0
+
+    def standout(self, similarity: float) -> float:
+        """How many standard deviations similarity stands above the user's mean (0 with no spread)."""
+        return (similarity - self.mean) / self.spread if self.spread > 0 else 0.0
+
+
+def semantic_nearest_vectors(
+    *,
+    owner: User,
+    uid: str,
+    model: str,
+    query_vector: np.ndarray,
+    limit: int,
+    min_similarity: float = MIN_SIMILARITY,
+) -> NearestVectors:
+    """The user's `limit` nearest entries above min_similarity, with the spread of all the user's similarities."""
+    ids, matrix = _vectors(owner=owner, uid=uid, model=model)
+    if not len(ids) or matrix.shape[1] != len(query_vector):
+        return NearestVectors(entries=[])
+    # einsum, not BLAS: on a busy machine BLAS's threads cost 20 times the product itself.
+    scores = np.einsum("ij,j->i", matrix, query_vector.astype(np.float32))
+    top = np.argpartition(-scores, limit)[:limit] if limit < len(scores) else np.arange(len(scores))
+    top = top[np.argsort(-scores[top], kind="stable")]
+    entries = [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
+    return NearestVectors(entries=entries, mean=float(scores.mean()), spread=float(scores.std()))
+
+
 def semantic_ranked(
     *,
     owner: User,
@@ -78,11 +113,6 @@ def semantic_ranked(
     min_similarity: float = MIN_SIMILARITY,
 ) -> list[tuple[int, float]]:
     """(entry id, cosine similarity) of the user's `limit` nearest entries, best first, above min_similarity."""
-    ids, matrix = _vectors(owner=owner, uid=uid, model=model)
-    if not len(ids) or matrix.shape[1] != len(query_vector):
-        return []
-    # einsum, not BLAS: on a busy machine BLAS's threads cost 20 times the product itself.
-    scores = np.einsum("ij,j->i", matrix, query_vector.astype(np.float32))
-    top = np.argpartition(-scores, limit)[:limit] if limit < len(scores) else np.arange(len(scores))
-    top = top[np.argsort(-scores[top], kind="stable")]
-    return [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
+    return semantic_nearest_vectors(
+        owner=owner, uid=uid, model=model, query_vector=query_vector, limit=limit, min_similarity=min_similarity
+    ).entries

@@ -224,3 +224,32 @@ def test_a_meta_filter_narrows_what_the_meaning_finds_too(owner, owner_api: APIC
     results, _ = _search(owner_api, "what kind of dog", **{"meta.topic": "home"})
     assert [result["key"] for result in results] == ["pet"]
     assert _search(owner_api, "what kind of dog", **{"meta.topic": "work"})[0] == []
+
+
+def test_a_memory_both_rankings_find_passes_the_relevance_cut_off(owner_api: APIClient, alice: None) -> None:
+    results, _ = _search(owner_api, "which editor does she use")
+    assert results[0]["key"] == "editor" and results[0]["relevant"] is True
+    assert all(result["relevant"] is False for result in results[1:] if result["lexical_rank"] is None)
+
+
+def test_a_question_nothing_answers_has_no_result_past_the_cut_off(owner_api: APIClient, alice: None) -> None:
+    results, ranking = _search(owner_api, "what is her blood type")
+    assert ranking == "hybrid"
+    assert all(result["relevant"] is False for result in results)
+
+
+def test_a_lexical_search_has_no_cut_off(owner_api: APIClient, alice: None, settings) -> None:
+    settings.MEMORYHUB_EMBEDDINGS = "off"
+    results, _ = _search(owner_api, "which editor does she use")
+    assert results[0]["key"] == "editor" and results[0]["relevant"] is None
+
+
+def test_a_meaning_far_above_the_user_s_other_entries_passes_alone(owner: User) -> None:
+    nearby = hybrid.HybridMatches(
+        lexical=selectors.search.LexicalMatches(owner_id=owner.pk, uid="alice", kind=None, query_text="dog"),
+        nearest=[(1, 0.9), (2, 0.3)],
+        mean=0.1,
+        spread=0.1,
+    )
+    # (0.9 - 0.1) / 0.1 = 8 standard deviations above the mean: relevant; (0.3 - 0.1) / 0.1 = 2: not.
+    assert [(fused.entry_id, fused.relevant) for fused in nearby.fused] == [(1, True), (2, False)]
