@@ -304,7 +304,8 @@ def _words_of(texts: Iterable[str]) -> set[str]:
 
 def _held_whole_sqlite(owner_id: int, uid: str, words: tuple[str, ...]) -> set[str]:
     """Which of the words some entry of the user holds whole (one look-up in the words index each)."""
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[str | int] = []
     for word in words:
         rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
         parts.append(f"SELECT %s FROM (SELECT 1 FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s AND {rows} LIMIT 1)")
@@ -317,7 +318,8 @@ def _held_whole_sqlite(owner_id: int, uid: str, words: tuple[str, ...]) -> set[s
 def _held_whole_postgres(owner_id: int, uid: str, words: tuple[str, ...]) -> set[str]:
     # OFFSET 0 keeps each word's hits a subquery of its own, gathered from the GIN index: left to itself the
     # planner reads the user's rows and computes every tsvector, to find that a misspelt word is in none.
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[str | int] = []
     for word in words:
         parts.append(
             f"SELECT %s WHERE EXISTS (SELECT 1 FROM (SELECT owner_id, uid FROM {ENTRY_TABLE} "
