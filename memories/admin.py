@@ -1,8 +1,10 @@
 """The admin: entries listed, searched and filtered; every edit and delete goes through the services."""
 
+from datetime import datetime
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
@@ -16,7 +18,17 @@ from memories import outbox, selectors, services
 from memories.accounts import request_account
 from memories.guard import guard_reasons, guard_reveal
 from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, Privacy, SyncTask
-from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+from memories.validation import (
+    EXPIRY_MAX_SECONDS,
+    META_MAX_DEPTH,
+    InvalidField,
+    check_expires,
+    check_key,
+    check_kind,
+    check_meta,
+    check_uid,
+    check_value,
+)
 
 
 class MetaJSONField(forms.JSONField):
@@ -35,6 +47,10 @@ class MetaJSONField(forms.JSONField):
             return InvalidJSONInput(data)
 
 
+def _to_the_second(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(microsecond=0)
+
+
 class MemoryEntryForm(forms.ModelForm):
     meta = MetaJSONField(required=False)
     # Left empty on a new entry: the account's default_privacy, as a write that names none.
@@ -48,7 +64,11 @@ class MemoryEntryForm(forms.ModelForm):
 
     class Meta:
         model = MemoryEntry
-        fields = ["owner", "uid", "key", "value", "kind", "meta", "privacy"]
+        fields = ["owner", "uid", "key", "value", "kind", "meta", "privacy", "expires"]
+        help_texts = {
+            "expires": f"When the entry expires ({settings.TIME_ZONE}): then no read shows it, and the worker deletes "
+            f"it. Empty: never. A future time, at most {EXPIRY_MAX_SECONDS} seconds ahead.",
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -70,6 +90,13 @@ class MemoryEntryForm(forms.ModelForm):
             )
         if "meta" in cleaned and cleaned["meta"] is None:
             cleaned["meta"] = {}
+        # The expiry as shown (to the second) and left alone is kept; another one is checked as the API checks it.
+        self.expires_changed = _to_the_second(cleaned.get("expires")) != _to_the_second(self.instance.expires)
+        if self.expires_changed and cleaned.get("expires") is not None:
+            try:
+                check_expires(cleaned["expires"], now=timezone.now())
+            except InvalidField as error:
+                self.add_error("expires", ValidationError(error.message))
         checks = {"uid": check_uid, "key": check_key, "value": check_value, "kind": check_kind, "meta": check_meta}
         for field, check in checks.items():
             if field in cleaned and field in self.fields and not self.fields[field].disabled:
@@ -84,10 +111,14 @@ class MemoryEntryForm(forms.ModelForm):
         pass
 
 
+def _expiry_changed(form: forms.ModelForm) -> bool:
+    return isinstance(form, MemoryEntryForm) and form.expires_changed
+
+
 @admin.register(MemoryEntry)
 class MemoryEntryAdmin(admin.ModelAdmin):
     form = MemoryEntryForm
-    list_display = ["uid", "key", "kind", "privacy", "owner", "version", "updated", "guard_flags"]
+    list_display = ["uid", "key", "kind", "privacy", "owner", "version", "updated", "expires", "guard_flags"]
     list_filter = ["kind", "privacy", "owner", ("guard_flags", admin.EmptyFieldListFilter)]
     search_fields = ["uid", "key", "value"]
     list_select_related = ["owner"]
@@ -134,6 +165,7 @@ class MemoryEntryAdmin(admin.ModelAdmin):
                 kind=obj.kind,
                 meta=obj.meta,
                 privacy=form.cleaned_data.get("privacy") or None,
+                expires=form.cleaned_data.get("expires") if _expiry_changed(form) else services.KEEP,
                 actor=request_account(request),
                 expected_version=form.cleaned_data.get("shown_version") if change else None,
             )

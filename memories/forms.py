@@ -6,12 +6,28 @@ would. Forms never write: views pass the cleaned data to memories.services.
 
 import json
 from collections.abc import Callable
-from typing import TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 from django import forms
+from django.conf import settings
+from django.utils import timezone
 
 from memories.models import DEFAULT_KIND, Privacy
-from memories.validation import META_MAX_DEPTH, InvalidField, check_key, check_kind, check_meta, check_uid, check_value
+from memories.validation import (
+    EXPIRY_MAX_SECONDS,
+    META_MAX_DEPTH,
+    InvalidField,
+    check_expires,
+    check_key,
+    check_kind,
+    check_meta,
+    check_uid,
+    check_value,
+)
+
+# How the expiry box shows and reads a time: the browser's datetime-local, to the second, in the hub's time zone.
+EXPIRES_INPUT_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 Checked = TypeVar("Checked")
 
@@ -48,6 +64,11 @@ def format_meta(meta: dict) -> str:
     return json.dumps(meta, indent=2, ensure_ascii=False, sort_keys=True)
 
 
+def format_expires(expires: datetime | None) -> str:
+    """An entry's expiry as the expiry box shows it ("" for none): to the second, in the hub's time zone."""
+    return "" if expires is None else timezone.localtime(expires).strftime(EXPIRES_INPUT_FORMAT)
+
+
 class EntryChangeForm(forms.Form):
     """Change an entry's value, kind, meta and privacy; version guards against overwriting someone else's change."""
 
@@ -79,7 +100,32 @@ class EntryChangeForm(forms.Form):
         widget=forms.RadioSelect,
         help_text="A local memory is never synced nor sent to a remote embeddings endpoint; it is found by its words.",
     )
+    expires = forms.DateTimeField(
+        required=False,
+        input_formats=[EXPIRES_INPUT_FORMAT, "%Y-%m-%dT%H:%M"],
+        widget=forms.DateTimeInput(format=EXPIRES_INPUT_FORMAT, attrs={"type": "datetime-local", "step": "1"}),
+        help_text=f"When the memory expires ({settings.TIME_ZONE}): then no read shows it, and it is deleted. Empty: "
+        f"never. A future time, at most {EXPIRY_MAX_SECONDS} seconds ahead.",
+    )
     version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+
+    def __init__(self, *args: Any, stored_expires: datetime | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The memory's expiry as stored (None for a new memory): the box left showing it keeps it.
+        self.stored_expires = stored_expires
+
+    @property
+    def expires_changed(self) -> bool:
+        """Whether the expiry box asks for another expiry than the memory has (to the second it shows)."""
+        return format_expires(self.cleaned_data.get("expires")) != format_expires(self.stored_expires)
+
+    def clean_expires(self) -> datetime | None:
+        """The time typed, checked as the API checks expires (a future time, at most EXPIRY_MAX_SECONDS ahead),
+        unless it is the memory's own, left as shown: saving an untouched form keeps the expiry."""
+        expires = self.cleaned_data["expires"]
+        if expires is None or not self.expires_changed:
+            return expires
+        return _checked(lambda moment: check_expires(moment, now=timezone.now()), expires)
 
     def clean_value(self) -> str:
         # Browsers send every line break of a textarea as CRLF; store them as the API's clients do, as LF.
@@ -95,7 +141,7 @@ class EntryChangeForm(forms.Form):
 class EntryCreateForm(EntryChangeForm):
     """Store a new memory about a user."""
 
-    field_order = ["uid", "key", "value", "kind", "meta", "privacy"]
+    field_order = ["uid", "key", "value", "kind", "meta", "privacy", "expires"]
 
     # Empty uid and key get the checks' messages (which name the limits), not Django's "required".
     # uid and key are kept exactly as typed, as the API keeps them: "alice " and "alice" are two users.

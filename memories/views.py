@@ -32,7 +32,7 @@ from rest_framework.authtoken.models import Token
 
 from memories import accounts, diff, search, selectors, services
 from memories.backends import hub_status
-from memories.forms import EntryChangeForm, EntryCreateForm, format_meta, same_lines
+from memories.forms import EntryChangeForm, EntryCreateForm, format_expires, format_meta, same_lines
 from memories.guard import guard_hides_characters, guard_reasons
 from memories.models import HeldWrite, MemoryEntry, MemoryEvent
 from memories.validation import InvalidField
@@ -351,6 +351,7 @@ def entry_create(request: HttpRequest) -> HttpResponse:
                         kind=data["kind"],
                         meta=data["meta"],
                         privacy=data["privacy"] or None,
+                        expires=data["expires"] if form.expires_changed else services.KEEP,
                         actor=accounts.request_account(request),
                     )
                 except InvalidField as error:
@@ -380,7 +381,7 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
         raise Http404("No memory has that uid and key.")
     entry_url = page_url("dashboard:entry", scope, uid=uid, key=key)
     if request.method == "POST":
-        form = EntryChangeForm(request.POST)
+        form = EntryChangeForm(request.POST, stored_expires=entry.expires)
         if form.is_valid():
             data = form.cleaned_data
             # A value that differs from the stored one only in its line breaks (the textarea sends CRLF)
@@ -395,6 +396,7 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
                     kind=data["kind"],
                     meta=data["meta"],
                     privacy=data["privacy"] or None,
+                    expires=data["expires"] if form.expires_changed else services.KEEP,
                     actor=accounts.request_account(request),
                     expected_version=data["version"],
                 )
@@ -418,8 +420,10 @@ def entry_edit(request: HttpRequest) -> HttpResponse:
                 "kind": entry.kind,
                 "meta": format_meta(entry.meta),
                 "privacy": entry.privacy,
+                "expires": format_expires(entry.expires),
                 "version": entry.version,
-            }
+            },
+            stored_expires=entry.expires,
         )
     context = {"scope": scope, "form": form, "creating": False, "entry": entry, "entry_url": entry_url}
     return render(request, "memories/entry_form.html", context)

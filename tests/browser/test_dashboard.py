@@ -1,8 +1,10 @@
 """The dashboard in a real browser: what a person clicks, types and sees."""
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Dialog, Page, expect
 
 from memories import selectors, services
@@ -87,6 +89,36 @@ def test_a_mistake_in_the_form_is_shown_next_to_its_field_and_the_typing_is_kept
     expect(page.get_by_label("Value")).to_have_value("prefers Python")
     expect(page.get_by_label("Meta")).to_have_value('{"source": ')
     assert not MemoryEntry.objects.exists()
+
+
+def test_a_person_sets_and_clears_an_expiry_and_a_time_past_is_refused(page: Page, owner) -> None:
+    services.entry_put(owner=owner, uid="alice", key="trip", value="in Lisbon this week")
+    log_in(page, owner, "owner-password-1")
+    moment = (timezone.localtime() + timedelta(days=3)).replace(microsecond=0)
+
+    shown_expiry = page.locator('dl.facts dt:text-is("Expires") + dd')
+    page.goto("/memory/?uid=alice&key=trip")
+    expect(shown_expiry).to_have_text("never")
+    page.get_by_role("link", name="Edit").click()
+    expires = page.get_by_label("Expires")
+    expires.fill((timezone.localtime() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S"))
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#id_expires_error")).to_contain_text("must be in the future")
+    assert selectors.entry_get(owner=owner, uid="alice", key="trip").expires is None
+
+    page.get_by_label("Expires").fill(moment.strftime("%Y-%m-%dT%H:%M:%S"))
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_contain_text("Saved.")
+    expect(shown_expiry.locator("time")).to_have_attribute("datetime", moment.isoformat())
+    assert selectors.entry_get(owner=owner, uid="alice", key="trip").expires == moment
+
+    page.get_by_role("link", name="Edit").click()
+    expect(page.get_by_label("Expires")).to_have_value(moment.strftime("%Y-%m-%dT%H:%M:%S"))
+    page.get_by_label("Expires").fill("")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_contain_text("Saved.")
+    expect(shown_expiry).to_have_text("never")
+    assert selectors.entry_get(owner=owner, uid="alice", key="trip").expires is None
 
 
 def test_a_person_deletes_a_memory_and_forgets_a_user_after_confirming(page: Page, owner) -> None:

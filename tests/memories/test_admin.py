@@ -1,4 +1,7 @@
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from memories import selectors, services
 from memories.models import MemoryEntry, MemoryEvent
@@ -125,3 +128,48 @@ def test_the_admin_sets_an_entrys_privacy_or_leaves_the_accounts_default(admin_c
     assert response.status_code == 302
     entry.refresh_from_db()
     assert (entry.privacy, entry.version) == ("shared", 2)
+
+
+def _admin_time(moment) -> dict[str, str]:
+    """A time as the admin's split date and time boxes send it (in the hub's time zone)."""
+    local = timezone.localtime(moment)
+    return {"expires_0": local.strftime("%Y-%m-%d"), "expires_1": local.strftime("%H:%M:%S")}
+
+
+def test_the_admin_sets_keeps_extends_and_clears_an_expiry_through_the_services(admin_client_logged_in, owner, staff):
+    entry = services.entry_put(owner=owner, uid="alice", key="trip", value="in Lisbon", ttl=3600).entry
+    change = f"/admin/memories/memoryentry/{entry.pk}/change/"
+    form = {"value": "in Lisbon", "kind": "preference", "meta": "{}", "privacy": "shared"}
+
+    assert "expires_0" in admin_client_logged_in.get(change).content.decode()
+    # Saved as shown (to the second): the expiry stays exactly as it was, and nothing changes.
+    admin_client_logged_in.post(change, {**form, **_admin_time(entry.expires), "shown_version": "1"})
+    assert MemoryEntry.objects.get(pk=entry.pk).expires == entry.expires
+    assert MemoryEntry.objects.get(pk=entry.pk).version == 1
+
+    later = (timezone.now() + timedelta(days=3)).replace(microsecond=0)
+    admin_client_logged_in.post(change, {**form, **_admin_time(later), "shown_version": "1"})
+    assert (MemoryEntry.objects.get(pk=entry.pk).expires, MemoryEntry.objects.get(pk=entry.pk).version) == (later, 2)
+    assert selectors.entry_history(owner=owner, uid="alice", key="trip").first().actor == staff
+
+    admin_client_logged_in.post(change, {**form, "expires_0": "", "expires_1": "", "shown_version": "2"})
+    assert MemoryEntry.objects.get(pk=entry.pk).expires is None
+
+
+@pytest.mark.parametrize(
+    ("moment", "says"),
+    [
+        (timedelta(hours=-1), "must be in the future"),
+        (timedelta(days=365 * 11), "must be at most 315360000 seconds ahead"),
+    ],
+)
+def test_an_expiry_in_the_past_or_too_far_is_a_field_error_in_the_admin(admin_client_logged_in, owner, moment, says):
+    added = {"owner": owner.pk, "uid": "alice", "key": "trip", "value": "in Lisbon", "kind": "fact", "meta": "{}"}
+
+    response = admin_client_logged_in.post(
+        "/admin/memories/memoryentry/add/", {**added, **_admin_time(timezone.now() + moment)}
+    )
+
+    assert response.status_code == 200
+    assert says in response.content.decode()
+    assert not MemoryEntry.objects.exists()

@@ -1,7 +1,10 @@
 """The dashboard's writes: create, edit, delete, forget and the API token, all through the services."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from memories import selectors, services
@@ -215,3 +218,58 @@ def test_the_confirmation_and_create_pages_render_in_few_queries(owner_client, l
     # session, account, the count of the user's entries, the count of their history (what erasing removes)
     with django_assert_num_queries(4):
         assert owner_client.get("/user/forget/?uid=alice").status_code == 200
+
+
+def _box(moment) -> str:
+    """A time as the expiry box (datetime-local, to the second) sends it, in the hub's time zone."""
+    return timezone.localtime(moment).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def test_the_forms_set_keep_extend_and_clear_an_expiry(owner_client, owner):
+    soon = (timezone.now() + timedelta(hours=2)).replace(microsecond=0)
+    owner_client.post("/memory/new/", {"uid": "alice", "key": "trip", "value": "in Lisbon", "kind": "fact",
+                                       "meta": "{}", "expires": _box(soon)})  # fmt: skip
+    assert selectors.entry_get(owner=owner, uid="alice", key="trip").expires == soon
+    page = owner_client.get("/memory/?uid=alice&key=trip").content.decode()
+    assert f'<time datetime="{timezone.localtime(soon).isoformat()}">' in page
+
+    services.entry_update(owner=owner, uid="alice", key="trip", ttl=3600)
+    stored = selectors.entry_get(owner=owner, uid="alice", key="trip")
+    form = owner_client.get("/memory/edit/?uid=alice&key=trip").content.decode()
+    assert f'value="{_box(stored.expires)}"' in form
+    edit = {"value": "in Lisbon", "kind": "fact", "meta": "{}", "version": str(stored.version)}
+    # The box left as shown keeps the expiry to the microsecond: nothing changes.
+    owner_client.post("/memory/edit/?uid=alice&key=trip", {**edit, "expires": _box(stored.expires)})
+    assert selectors.entry_get(owner=owner, uid="alice", key="trip").expires == stored.expires
+
+    later = soon + timedelta(days=30)
+    owner_client.post("/memory/edit/?uid=alice&key=trip", {**edit, "expires": _box(later)})
+    extended = selectors.entry_get(owner=owner, uid="alice", key="trip")
+    assert (extended.expires, extended.version) == (later, stored.version + 1)
+    owner_client.post("/memory/edit/?uid=alice&key=trip", {**edit, "expires": "", "version": str(extended.version)})
+    assert selectors.entry_get(owner=owner, uid="alice", key="trip").expires is None
+    assert "<dt>Expires</dt><dd>never</dd>" in owner_client.get("/memory/?uid=alice&key=trip").content.decode()
+
+
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        (lambda now: _box(now - timedelta(minutes=5)), "must be in the future"),
+        (lambda now: _box(now + timedelta(days=365 * 11)), "must be at most 315360000 seconds ahead"),
+        (lambda now: "next tuesday", "Enter a valid date/time"),
+    ],
+)
+def test_a_bad_expiry_is_named_next_to_its_field_and_nothing_is_stored(owner_client, owner, language, typed, says):
+    now = timezone.now()
+    edit = {"value": "prefers Python", "kind": "preference", "meta": "{}", "version": "1", "expires": typed(now)}
+    response = owner_client.post("/memory/edit/?uid=alice&key=language", edit)
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert says in page and 'id="id_expires_error"' in page
+    created = owner_client.post(
+        "/memory/new/",
+        {"uid": "alice", "key": "trip", "value": "x", "kind": "fact", "meta": "{}", "expires": typed(now)},
+    )
+    assert says in created.content.decode()
+    assert selectors.entry_get(owner=owner, uid="alice", key="trip") is None
+    assert selectors.entry_get(owner=owner, uid="alice", key="language").version == 1
