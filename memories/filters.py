@@ -19,12 +19,13 @@ the search's own statements (EntryFilter.sql). On PostgreSQL a meta filter is JS
 json_extract over the user's rows, which the (owner, uid) index narrows to first.
 """
 
+import functools
 import json
 import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
@@ -86,13 +87,71 @@ class EntryFilter:
 
     @cached_property
     def _compiled(self) -> tuple[str, tuple[Any, ...]]:
-        # The ORM's own SQL for the condition, so the search's statements and the querysets agree.
-        condition = self.condition()
-        if not condition:
-            return "", ()
-        query = MemoryEntry.objects.filter(condition).query
-        where, params = query.get_compiler(connection=connection).compile(query.where)
-        return f" AND ({where})", tuple(params)
+        # Compiling the condition through the ORM costs more than the search's statement it goes into, and
+        # only its moment changes from one read to the next: it is compiled once per shape, then the
+        # read's moment is put in its place.
+        sql, params, moment_at = _compiled_shape(
+            connection.vendor, _shape_key(self.kinds, self.meta), self.include_expired
+        )
+        if not moment_at:
+            return sql, params
+        moment = _moment_parameter(self.now)
+        return sql, tuple(moment if index in moment_at else param for index, param in enumerate(params))
+
+
+# Two moments to compile a filter's shape at: the parameters that differ between them are the moment's.
+_SHAPE_MOMENTS = (datetime(2000, 1, 1, tzinfo=UTC), datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC))
+# How many filter shapes (kinds, meta fields and values) a process keeps compiled.
+SHAPE_CACHE_SIZE = 256
+
+
+# A filter's kinds and meta fields, each value with its type's name.
+ShapeKey = tuple[tuple[str, ...], tuple[tuple[str, tuple[tuple[str, MetaScalar], ...]], ...]]
+
+
+def _shape_key(kinds: tuple[str, ...], meta: tuple[tuple[str, tuple[MetaScalar, ...]], ...]) -> ShapeKey:
+    """kinds and meta as a cache key that tells 1, 1.0 and True apart (equal in Python, not in JSON)."""
+    return kinds, tuple((name, tuple((type(value).__name__, value) for value in values)) for name, values in meta)
+
+
+def _moment_parameter(moment: datetime) -> str | datetime:
+    """A moment as the expiry column's parameter on this database."""
+    return MemoryEntry._meta.get_field("expires").get_db_prep_value(moment, connection)
+
+
+def _same(parameter: object, moment: object) -> bool:
+    return type(parameter) is type(moment) and parameter == moment
+
+
+def _compile(condition: Q) -> tuple[str, tuple[Any, ...]]:
+    """The ORM's own SQL for the condition, so the search's statements and the querysets agree."""
+    if not condition:
+        return "", ()
+    query = MemoryEntry.objects.filter(condition).query
+    where, params = query.get_compiler(connection=connection).compile(query.where)
+    return f" AND ({where})", tuple(params)
+
+
+@functools.lru_cache(maxsize=SHAPE_CACHE_SIZE)
+def _compiled_shape(vendor: str, key: ShapeKey, include_expired: bool) -> tuple[str, tuple[Any, ...], frozenset[int]]:
+    """The SQL of a filter of this shape on this database, its parameters at one moment, and which of them are
+    the moment."""
+    kinds, typed_meta = key
+    meta = tuple((name, tuple(value for _, value in values)) for name, values in typed_meta)
+    first, second = (
+        _compile(EntryFilter(kinds=kinds, meta=meta, include_expired=include_expired, now=moment).condition())
+        for moment in _SHAPE_MOMENTS
+    )
+    (sql, params), (same_sql, other_params) = first, second
+    assert sql == same_sql and len(params) == len(other_params)  # only the moment's values change
+    # (A parameter is compared with the moment as the database takes it: some, such as JSON, equal nothing else.)
+    first_moment, second_moment = (_moment_parameter(moment) for moment in _SHAPE_MOMENTS)
+    moment_at = frozenset(
+        index
+        for index, (one, other) in enumerate(zip(params, other_params, strict=True))
+        if _same(one, first_moment) and _same(other, second_moment)
+    )
+    return sql, params, moment_at
 
 
 def _json_extract(document: F | Value, path: str) -> Func:

@@ -126,5 +126,32 @@ def test_a_meta_filter_reads_an_index_on_both_databases(alice):
         else:
             cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
         plan = " ".join(str(row) for row in cursor.fetchall())
-    index = "memory_entry_meta_containment" if connection.vendor == "postgresql" else "memory_entry_owner_uid_upd"
+    index = "memory_entry_meta_containment" if connection.vendor == "postgresql" else "memory_entry_user_updated_live"
     assert index in plan
+
+
+def test_a_filtered_search_sees_each_reads_own_moment(alice):
+    """The same filter read at two moments: a memory expiring between them is found by the first read only,
+    and by neither filter when the other one names another project."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories import selectors
+    from memories.filters import EntryFilter
+    from memories.models import MemoryEntry
+
+    expires = timezone.now() + timedelta(hours=1)
+    MemoryEntry.objects.filter(key="tabs").update(expires=expires)
+
+    def found(moment, project: str = "apollo") -> list[str]:
+        filters = EntryFilter(kinds=("preference",), meta=(("project", (project,)),), now=moment)
+        return sorted(
+            entry.key
+            for entry in selectors.entry_find(owner=alice, uid="alice", query_text="uses", filters=filters)[:10]
+        )
+
+    assert found(expires - timedelta(minutes=1)) == ["editor", "tabs"]
+    assert found(expires + timedelta(minutes=1)) == ["editor"]
+    assert found(expires - timedelta(minutes=1)) == ["editor", "tabs"]
+    assert found(expires - timedelta(minutes=1), project="gemini") == []
