@@ -21,6 +21,7 @@ import tests.support.examples  # noqa: F401  (registers the fast hypothesis prof
 from memories.accounts import account_create
 from memories.embeddings import get_provider
 from memories.embeddings.local import LocalProvider
+from memories.embeddings.queries import QueryCachedProvider
 
 
 @pytest.fixture(autouse=True)
@@ -112,8 +113,8 @@ def local_embedding_model() -> LocalProvider:
     MEMORYHUB_EMBEDDINGS=local, so the tests that embed through the hub share it too."""
     with override_settings(MEMORYHUB_EMBEDDINGS="local"):
         provider = get_provider()
-    assert isinstance(provider, LocalProvider)
-    return provider
+    assert isinstance(provider, QueryCachedProvider) and isinstance(provider.provider, LocalProvider)
+    return provider.provider
 
 
 REDIS_START_SECONDS = 10

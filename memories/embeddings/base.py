@@ -6,6 +6,8 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 
+from memories.embeddings.queries import QueryCachedProvider
+
 
 class EmbeddingError(Exception):
     """The provider could not embed: `retryable` says whether trying again later could help."""
@@ -56,7 +58,8 @@ _providers: dict[tuple[str, ...], EmbeddingProvider] = {}
 
 
 def get_provider() -> EmbeddingProvider | None:
-    """The configured provider, made once per process and setting (None when embeddings are off)."""
+    """The configured provider, made once per process and setting (None when embeddings are off), keeping
+    the vectors of recent queries (memories.embeddings.queries)."""
     mode = settings.MEMORYHUB_EMBEDDINGS
     if mode == "off":
         return None
@@ -70,7 +73,7 @@ def get_provider() -> EmbeddingProvider | None:
     with _lock:
         provider = _providers.get(config)
         if provider is None:
-            provider = _make_provider(mode)
+            provider = QueryCachedProvider(_make_provider(mode))
             _providers[config] = provider
     return provider
 

@@ -9,9 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memories import services
 from memories.embeddings import EmbeddingError, get_provider
 from memories.embeddings.local import LocalProvider
 from memories.embeddings.openai import OpenAIProvider, embeddings_url
+from memories.embeddings.queries import QueryCachedProvider
+from memories.embeddings.store import embeddings_process_pending
 from tests.memories.embeddings.stand_in import DIMENSION, StandIn, letters_vector, start_stand_in
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -130,6 +133,39 @@ def test_an_unreachable_endpoint_is_a_retryable_error(endpoint: StandIn) -> None
     with pytest.raises(EmbeddingError, match="cannot be reached") as caught:
         OpenAIProvider(url=url, key="k", model="m", timeout=2).embed(["abc"])
     assert caught.value.retryable is True
+
+
+def test_a_query_asked_again_is_not_sent_again_while_batches_and_failures_are_never_kept(endpoint: StandIn) -> None:
+    provider = QueryCachedProvider(OpenAIProvider(url=endpoint.url, key="k", model="m", timeout=5), size=2)
+    first = provider.embed(["which editor"])
+    assert np.array_equal(provider.embed(["which editor"]), first)
+    assert endpoint.texts() == ["which editor"]
+    provider.embed(["abc", "def"])
+    provider.embed(["abc", "def"])
+    assert endpoint.texts()[1:] == ["abc", "def", "abc", "def"]
+    endpoint.status = 503
+    with pytest.raises(EmbeddingError):
+        provider.embed(["what pet"])
+    endpoint.status = 200
+    provider.embed(["what pet"])
+    provider.embed(["which shell"])  # the third text: the oldest, "which editor", is forgotten
+    provider.embed(["which editor"])
+    assert endpoint.texts()[5:] == ["what pet", "what pet", "which shell", "which editor"]
+    assert provider.queries_kept() == 2
+
+
+def test_an_agent_asking_with_the_same_message_each_turn_has_it_embedded_once(
+    remote_embeddings: StandIn, owner, owner_api
+) -> None:
+    services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim")
+    embeddings_process_pending()
+    for _ in range(3):
+        response = owner_api.get("/api/v1/users/alice/context", {"q": "which editor do I use"})
+        assert response.status_code == 200 and "uses vim" in response.json()["text"]
+    assert owner_api.get("/api/v1/users/alice/memories/", {"q": "which editor do I use"})["X-MemoryHub-Ranking"] == (
+        "hybrid"
+    )
+    assert remote_embeddings.texts() == ["editor: uses vim", "which editor do I use"]
 
 
 @pytest.mark.parametrize(
