@@ -175,8 +175,11 @@ class MemoryEntry(models.Model):
             ),
         ]
         indexes = [
-            # list and find: one user's entries, newest first
-            models.Index(fields=["owner", "uid", "-updated"], name="memory_entry_owner_uid_upd"),
+            # list and find: one user's entries, newest first; with expires and guard_flags, the context
+            # block's count of what a read sees is answered from the index alone
+            models.Index(
+                fields=["owner", "uid", "-updated", "expires", "guard_flags"], name="memory_entry_user_updated_live"
+            ),
             # users: per-uid counts and last update; the kind filter
             models.Index(fields=["owner", "kind"], name="memory_entry_owner_kind"),
             # the expiry worker's scan: only entries that expire at all are in it

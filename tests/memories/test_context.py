@@ -166,6 +166,28 @@ def test_the_block_is_read_in_a_bounded_number_of_queries(owner, settings, embed
         selectors.context_block(owner=owner, uid="alice", budget=2200, query_text="tea")
 
 
+def test_the_count_of_the_block_is_read_from_the_users_index_alone(owner):
+    """The header's count and the ETag's last update: the (owner, uid, updated, expires, guard_flags) index
+    answers them without reading the user's rows (SQLite: a covering index; PostgreSQL: an index-only scan)."""
+    from django.db import connection
+    from django.utils import timezone
+
+    for number in range(20):
+        _put(owner, f"key-{number}", f"value {number}")
+    sql = selectors.CONTEXT_TOTALS_SQL.format(flagged=selectors.CONTEXT_UNFLAGGED_SQL)
+    params = [owner.pk, "alice", connection.ops.adapt_datetimefield_value(timezone.now())]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("SET LOCAL enable_bitmapscan = off")
+            cursor.execute(f"EXPLAIN {sql}", params)
+        else:
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        plan = " ".join(str(row) for row in cursor.fetchall())
+    expected = "Index Only Scan using" if connection.vendor == "postgresql" else "USING COVERING INDEX"
+    assert f"{expected} memory_entry_user_updated_live" in plan, plan
+
+
 KEYS = st.text(alphabet=string.ascii_letters + string.digits + "-_:", min_size=1, max_size=40)
 VALUES = st.text(
     alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), min_size=0, max_size=400
