@@ -122,3 +122,21 @@ def test_a_hub_that_cannot_be_reached_or_refuses_the_token_is_not_ok(hub: Hub) -
     refused = HubBackend(hub.url, "not-a-token")
     assert refused.ok() is False
     assert refused.all("alice") == []
+
+
+def test_a_backend_of_privacy_local_writes_entries_that_never_leave_the_hub(hub: Hub, uid: str) -> None:
+    local = HubBackend(hub.url, hub.token, privacy="local")
+    default = HubBackend(hub.url, hub.token)
+
+    assert local.put(uid, "diagnosis", "asthma", {"type": "fact"}) is True
+    assert default.put(uid, "editor", "vim") is True
+    # A put without a privacy class keeps the entry's own, as the hub's put does.
+    assert default.put(uid, "diagnosis", "asthma, mild", {"type": "fact"}) is True
+
+    with MemoryHub(hub.url, hub.token) as client:
+        assert client.get(uid, "diagnosis").privacy == "local"
+        assert client.get(uid, "editor").privacy == "shared"
+    assert local.get(uid, "diagnosis").value == "asthma, mild"
+    assert (local.privacy, default.privacy) == ("local", None)
+    with pytest.raises(ValueError, match="privacy must be one of local, shared"):
+        HubBackend(hub.url, hub.token, privacy="private")

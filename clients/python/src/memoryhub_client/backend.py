@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["BackendEntry", "HubBackend"]
 
 DEFAULT_KIND = "preference"
+# The hub's privacy classes: local never leaves the hub (never synced, never sent to a remote embeddings endpoint).
+PRIVACY_CLASSES = ("local", "shared")
 # The hub's cap on page_size: all() and a large find() walk pages of this size.
 PAGE_SIZE = 500
 
@@ -68,6 +70,12 @@ class HubBackend:
     MemoryHub to share. As the protocol's local backend: put replaces value, kind (meta["type"],
     else "preference") and meta; find matches key or value as a substring, any case, newest first;
     rm of a memory that is not there is True.
+
+    privacy is the hub's privacy class of every put, chosen once for the backend so that put keeps
+    the protocol's signature: "local" (the entry never leaves the hub: not mirrored to Honcho, never
+    sent to a remote embeddings endpoint), "shared", or None (a new entry takes the account's
+    default, an existing one keeps its own). A backend that writes local entries is no cloud for
+    sync's sake (see `cloud`).
     """
 
     def __init__(
@@ -77,9 +85,18 @@ class HubBackend:
         *,
         hub: MemoryHub | None = None,
         timeout: float = _core.DEFAULT_TIMEOUT,
+        privacy: str | None = None,
     ) -> None:
+        if privacy is not None and privacy not in PRIVACY_CLASSES:
+            raise ValueError(f"privacy must be one of {', '.join(PRIVACY_CLASSES)} or None; got {privacy!r}")
         self._hub = hub if hub is not None else MemoryHub(base_url, token, timeout=timeout)
+        self._privacy = privacy
         self._cloud: bool | None = None
+
+    @property
+    def privacy(self) -> str | None:
+        """The privacy class every put names (None: the account's default for a new entry)."""
+        return self._privacy
 
     @property
     def hub(self) -> MemoryHub:
@@ -96,7 +113,9 @@ class HubBackend:
 
     def put(self, uid: str, k: str, v: str, meta: dict[str, Any] | None = None) -> bool:
         try:
-            self._hub.put(uid, k, v, kind=(meta or {}).get("type", DEFAULT_KIND), meta=meta or {})
+            self._hub.put(
+                uid, k, v, kind=(meta or {}).get("type", DEFAULT_KIND), meta=meta or {}, privacy=self._privacy
+            )
         except MemoryHubError as error:
             logger.warning("memoryhub put %s/%s: %s", uid, k, error)
             return False
@@ -156,7 +175,8 @@ class HubBackend:
 
     @property
     def cloud(self) -> bool:
-        """Whether entries reach a cloud: the hub's backend is one, or the hub mirrors to Honcho.
+        """Whether entries reach a cloud: the hub's backend is one, or the hub mirrors to Honcho (which it never
+        does with the local entries a backend of privacy "local" writes).
 
         Asked of the hub once; a hub that cannot say is taken as a cloud (privacy is not assumed).
         """
@@ -166,7 +186,8 @@ class HubBackend:
             except MemoryHubError as error:
                 logger.warning("memoryhub cloud: %s", error)
                 return True
-            self._cloud = info.cloud or bool(info.sync.get("enabled"))
+            mirrored = bool(info.sync.get("enabled")) and self._privacy != "local"
+            self._cloud = info.cloud or mirrored
         return self._cloud
 
     def close(self) -> None:
