@@ -12,10 +12,12 @@ class MemoriesConfig(AppConfig):
 
         # Failed and successful logins are counted for the lock-out (memories.logins).
         from memories import logins  # noqa: F401
+        from memories.models import AccountPolicy
         from memoryhub.authentication import on_token_or_account_change
 
-        # Every worker forgets the API tokens it holds when a token or an account changes (memoryhub.authentication).
-        for model in (Token, User):
+        # Every worker forgets the API tokens it holds (with their accounts' policies) when a token, an
+        # account or a policy changes (memoryhub.authentication).
+        for model in (Token, User, AccountPolicy):
             post_save.connect(
                 on_token_or_account_change, sender=model, dispatch_uid=f"tokens-changed-save-{model.__name__}"
             )

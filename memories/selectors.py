@@ -30,10 +30,36 @@ MATCH_SUBSTRING = "substring"
 MATCH_MODES = (MATCH_RANKED, MATCH_SUBSTRING)
 
 
+# The attribute an account read with its API token carries its policy in (memoryhub.authentication):
+# the policy as it was read with the token, None when the account has none.
+CARRIED_POLICY_ATTRIBUTE = "memoryhub_carried_policy"
+_NOT_CARRIED = object()
+
+
+def account_policy_carry(*, account: User, policy: AccountPolicy | None) -> None:
+    """Let this account object carry its policy as just read (None: it has none), so account_policy reads no more.
+
+    For the token cache (memoryhub.authentication), which reads the policy with the token and forgets
+    both whenever a policy changes on this machine.
+    """
+    setattr(account, CARRIED_POLICY_ATTRIBUTE, policy)
+
+
+def account_policy_carried(account: User) -> AccountPolicy | None:
+    """The policy this account object carries (account_policy_carry), None when it carries none."""
+    carried = getattr(account, CARRIED_POLICY_ATTRIBUTE, None)
+    return carried if isinstance(carried, AccountPolicy) else None
+
+
 def account_policy(*, account: User) -> AccountPolicy:
-    """The account's policy, or the defaults (an unsaved AccountPolicy) when none was ever set: one query, no write."""
-    policy = AccountPolicy.objects.filter(account=account).first()
-    return policy if policy is not None else AccountPolicy(account=account)
+    """The account's policy, or the defaults (an unsaved AccountPolicy) when none was ever set, without writing.
+
+    One query, or none for an account that carries its policy (read with its API token:
+    account_policy_carry).
+    """
+    carried = getattr(account, CARRIED_POLICY_ATTRIBUTE, _NOT_CARRIED)
+    policy = AccountPolicy.objects.filter(account=account).first() if carried is _NOT_CARRIED else carried
+    return policy if isinstance(policy, AccountPolicy) else AccountPolicy(account=account)
 
 
 def held_write_list(

@@ -1,12 +1,13 @@
 """API token authentication that reads a token from the database once per worker, not once per request.
 
-The token lookup (a join of the token and its account) was a fifth of a GET. Each worker keeps the
-tokens it has seen, with their accounts, for at most TOKEN_CACHE_SECONDS, and forgets all of them
-the moment any token or account changes on this machine:
+The token lookup (a join of the token, its account and the account's policy) was a fifth of a GET.
+Each worker keeps the tokens it has seen, with their accounts and policies, for at most
+TOKEN_CACHE_SECONDS, and forgets all of them the moment any token, account or policy changes on this
+machine:
 
-- every save or delete of a Token or a User (a rotation, a revocation, an account deactivated or
-  deleted, in the dashboard, the admin or a management command) bumps a generation counter once its
-  transaction commits (memories.apps connects the signals);
+- every save or delete of a Token, a User or an AccountPolicy (a rotation, a revocation, an account
+  deactivated or deleted, a policy changed, in the dashboard, the admin or a management command)
+  bumps a generation counter once its transaction commits (memories.apps connects the signals);
 - the counter lives in shared memory (a file under /dev/shm that every process of this hub maps,
   as the rate limit's table does), and each request compares it with the one its worker's tokens
   were read under: a different number empties the worker's cache before the token is looked at.
@@ -15,6 +16,11 @@ So on one machine a rotated or revoked token is refused from the next request on
 app servers (PostgreSQL, MEMORYHUB_CACHE_URL) the other servers see the change within
 TOKEN_CACHE_SECONDS. A change that bypasses the models' signals (QuerySet.update() on accounts, raw
 SQL) is also seen within TOKEN_CACHE_SECONDS. Unknown tokens are never kept: each is a query and a 401.
+
+The account's policy (AccountPolicy: default privacy, guard mode) comes with it, so a write through
+the API reads no policy (memories.selectors.account_policy takes the one its account carries). Both
+the REST API (CachedTokenAuthentication) and the MCP endpoint (memories.mcp.http) read tokens
+through `token_read`.
 """
 
 import copy
@@ -29,8 +35,13 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
+from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
+
+from memories.models import AccountPolicy
+from memories.selectors import account_policy_carried, account_policy_carry
 
 # How long a worker may answer from a token it read, when nothing on this machine said it changed.
 TOKEN_CACHE_SECONDS = 5.0
@@ -101,28 +112,58 @@ def _bump_after_commit() -> None:
 
 
 def on_token_or_account_change(sender: type, **kwargs: object) -> None:
-    """The receiver of post_save and post_delete for Token and User (connected in memories.apps)."""
+    """The receiver of post_save and post_delete for Token, User and AccountPolicy (connected in memories.apps)."""
     tokens_changed()
 
 
+def _token_query(key: str) -> Token | None:
+    """The token with its account and the account's policy: one query (a join of the three)."""
+    token = Token.objects.select_related("user", "user__memory_policy").filter(key=key).first()
+    if token is not None:
+        try:
+            policy: AccountPolicy | None = token.user.memory_policy
+        except AccountPolicy.DoesNotExist:
+            policy = None
+        account_policy_carry(account=token.user, policy=policy)
+    return token
+
+
+def token_read(key: str) -> Token | None:
+    """The token whose key this is, with its account, which carries its policy; None when there is none.
+
+    From this worker's tokens when it read this one within TOKEN_CACHE_SECONDS and nothing on this
+    machine changed since, else one query. Only tokens of active accounts are kept; the caller
+    refuses a token whose account is inactive. Each call gets its own copies of the token, the
+    account and the policy: nothing one request sets on them reaches another.
+    """
+    generation = token_generation().read()
+    if generation != _tokens_generation[0]:
+        _tokens.clear()
+        _tokens_generation[0] = generation
+    now = time.monotonic()
+    held = _tokens.get(key)
+    if held is None or now - held[1] > TOKEN_CACHE_SECONDS:
+        token = _token_query(key)
+        if token is None or not token.user.is_active:
+            return token
+        if len(_tokens) >= TOKEN_CACHE_SIZE:
+            _tokens.clear()
+        held = _tokens[key] = (token, now)
+    token = copy.copy(held[0])
+    token.user = copy.copy(held[0].user)
+    policy = account_policy_carried(token.user)
+    account_policy_carry(account=token.user, policy=copy.copy(policy) if policy is not None else None)
+    return token
+
+
 class CachedTokenAuthentication(TokenAuthentication):
-    """DRF's TokenAuthentication (the same header, the same 401s), reading each token once per worker
-    and TOKEN_CACHE_SECONDS; see the module's docstring for when a change is seen."""
+    """DRF's TokenAuthentication (the same header, the same 401s), reading each token through `token_read`;
+    see the module's docstring for when a change is seen."""
 
     def authenticate_credentials(self, key: str) -> tuple[User, Token]:
-        generation = token_generation().read()
-        if generation != _tokens_generation[0]:
-            _tokens.clear()
-            _tokens_generation[0] = generation
-        now = time.monotonic()
-        held = _tokens.get(key)
-        if held is None or now - held[1] > TOKEN_CACHE_SECONDS:
-            _account, token = super().authenticate_credentials(key)
-            if len(_tokens) >= TOKEN_CACHE_SIZE:
-                _tokens.clear()
-            held = _tokens[key] = (token, now)
-        # Each request gets its own copies: nothing one request sets on its account reaches another.
-        # (Only active accounts' tokens are kept: DRF's own check refused the others.)
-        token = copy.copy(held[0])
-        token.user = copy.copy(held[0].user)
+        token = token_read(key)
+        if token is None:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         return token.user, token

@@ -11,7 +11,8 @@ request reaches the SDK it passes the checks the REST API makes, in the same ord
   specification asks; a request without Origin (not from a browser) passes;
 - a body over MEMORYHUB_MAX_BODY_BYTES is refused with 413 before it is read;
 - the account's API token as a bearer (`Authorization: Bearer <token>`, or `Token <token>` as the
-  REST API takes it): 401 without one or with one that is unknown or revoked;
+  REST API takes it, and read as it reads it: from the worker's tokens, memoryhub.authentication): 401
+  without one or with one that is unknown or revoked;
 - the per-token rate limit, the very counter DRF's throttle keeps (memoryhub.api.TokenRateThrottle),
   so REST and MCP calls with one token share MEMORYHUB_RATE_LIMIT: 429 with Retry-After beyond.
 
@@ -31,13 +32,13 @@ from django.http import HttpRequest
 from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
-from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 from rest_framework.views import APIView
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
 from memoryhub.api import TokenRateThrottle
+from memoryhub.authentication import token_read
 
 MCP_PATHS = ("/mcp", "/mcp/")
 AUTH_SCHEMES = ("bearer", "token")
@@ -83,7 +84,8 @@ class Admission:
 
 def admit(token_key: str, client_address: str) -> Admission:
     """The token's account if it may make this request now; else the status and sentence to answer."""
-    token = Token.objects.select_related("user").filter(key=token_key).first()
+    # Read as the REST API reads it: from the worker's tokens when known (memoryhub.authentication).
+    token = token_read(token_key)
     if token is None or not token.user.is_active:
         return Admission(status=401, detail="Invalid token: send an API token of an active account.")
     # The throttle reads the request's token and account (and the address when there is no token).

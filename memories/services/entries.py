@@ -10,6 +10,7 @@ anew (the expired row is recorded as expired and removed first, so the version g
 or a delete finds nothing. The worker removes the rest (entries_expire).
 """
 
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,6 @@ from memories.embeddings.store import embedding_mark_stale, embedding_withdraw
 from memories.models import (
     DEFAULT_KIND,
     PROBE_USERNAME,
-    AccountPolicy,
     HeldWrite,
     MemoryEntry,
     MemoryEvent,
@@ -35,6 +35,8 @@ from memories.models import (
     SyncTask,
     new_honcho_session_id,
 )
+from memories.rows import entry_columns, entry_from_row, quote
+from memories.selectors import account_policy
 from memories.services.guarding import (
     KEEPS_EXPIRY,
     GuardDecision,
@@ -92,13 +94,48 @@ class PutResult:
 
 def _locked_entry(*, owner: User, uid: str, key: str, now: datetime | None = None) -> MemoryEntry | None:
     """The entry, locked; an entry whose expiry has passed is recorded as expired and removed, and None returned."""
-    # (owner, uid, key) is unique: the one row, with no ORDER BY (first() would add one).
-    found = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid, key=key)[:1])
-    entry = found[0] if found else None
-    if entry is not None and entry.expired(now or timezone.now()):
+    return _locked_entry_and_last_version(owner=owner, uid=uid, key=key, now=now)[0]
+
+
+@functools.cache
+def _locked_read_sql(vendor: str) -> str:
+    """The entry (owner, uid, key), locked where the database locks rows, and the version of the key's latest
+    history event, in one statement: one row always (the entry's columns NULL when there is none)."""
+    entry_table, event_table = quote(MemoryEntry._meta.db_table), quote(MemoryEvent._meta.db_table)
+    owner_id, uid, key = quote("owner_id"), quote("uid"), quote("key")
+    identity = f"{owner_id} = %s AND {uid} = %s AND {key} = %s"
+    # SQLite has no row locks: its IMMEDIATE transactions (settings.SQLITE_OPTIONS) hold the write lock from BEGIN.
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return (
+        f"SELECT (SELECT {quote('version')} FROM {event_table} WHERE {identity} ORDER BY {quote('id')} DESC LIMIT 1), "
+        f"{entry_columns('locked')} FROM (SELECT 1 AS {quote('one')}) AS anchor LEFT JOIN "
+        f"(SELECT * FROM {entry_table} WHERE {identity}{lock}) AS locked ON 1 = 1"
+    )
+
+
+def _locked_entry_and_last_version(
+    *, owner: User, uid: str, key: str, now: datetime | None = None
+) -> tuple[MemoryEntry | None, int]:
+    """The entry, locked (None when there is none or its expiry has passed, as _locked_entry), and the version
+    of the latest change in the history of (uid, key), ABSENT_VERSION when it has none: one query.
+
+    (owner, uid, key) is unique, and the history's latest event is found on the index
+    memory_event_entry_history. A re-created entry goes on from that version, so a version never
+    names two states of one key (an If-Match held from before a delete cannot match).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_locked_read_sql(connection.vendor), [owner.pk, uid, key] * 2)
+        row = cursor.fetchone()
+    last_version = row[0] if row[0] is not None else ABSENT_VERSION
+    # The row's id is NULL when no entry matched.
+    if row[1] is None:
+        return None, last_version
+    entry = entry_from_row(row[1:])
+    if entry.expired(now or timezone.now()):
         entries_expired_remove([entry], at=now or timezone.now())
-        return None
-    return entry
+        # Its "expire" event, just written, is the latest now.
+        return None, max(last_version, entry.version)
+    return entry, last_version
 
 
 def _expiry(*, expires: object, ttl: object, now: datetime) -> Expires:
@@ -281,9 +318,9 @@ def privacy_withdraw(*, owner: User, entries: Sequence[MemoryEntry]) -> None:
 
 
 def account_default_privacy(owner: User) -> str:
-    """The privacy class the account's writes take when they name none (its policy's, else shared): one query."""
-    chosen = AccountPolicy.objects.filter(account=owner).values_list("default_privacy", flat=True).first()
-    return chosen or Privacy.SHARED
+    """The privacy class the account's writes take when they name none (its policy's, else shared): one query,
+    none when the account carries its policy (read with its API token, memories.selectors.account_policy)."""
+    return account_policy(account=owner).default_privacy or Privacy.SHARED
 
 
 def _snapshot(entry: MemoryEntry) -> MemoryEntry:
@@ -423,7 +460,7 @@ def _put_locked(
     held_expiry: HeldExpiry = KEEPS_EXPIRY,
 ) -> PutResult | HeldWrite:
     """entry_put inside its transaction: the held write (saved) when the guard holds it, else the put's result."""
-    entry = _locked_entry(owner=owner, uid=uid, key=key, now=now)
+    entry, latest_version = _locked_entry_and_last_version(owner=owner, uid=uid, key=key, now=now)
     _check_expected(entry, expected_version)
     if decision.hold:
         held = held_write_new(
@@ -452,7 +489,7 @@ def _put_locked(
             expires=None if expires is KEEP else expires,
             created=now,
             updated=now,
-            version=_last_version(owner=owner, uid=uid, key=key) + 1,
+            version=latest_version + 1,
             honcho_session_id=new_honcho_session_id(),
             guard_flags=decision.flags,
         )
