@@ -10,7 +10,15 @@ from django.utils import timezone
 
 from memories.models import GuardMode, HeldWrite, MemoryEntry
 from memories.selectors import account_policy
-from memories.services.entries import KEEP, VersionConflict, entry_delete, entry_put, held_expiry
+from memories.services.entries import (
+    ABSENT_VERSION,
+    KEEP,
+    VersionConflict,
+    entry_delete,
+    entry_put,
+    entry_state_locked,
+    held_expiry,
+)
 from memories.services.guarding import CLEAN, GuardDecision, guard_decide, held_write_new
 from memories.validation import (
     InvalidField,
@@ -159,6 +167,17 @@ def _batch_guard(*, owner: User, operations: list[BatchOperation]) -> list[Guard
     return decisions
 
 
+def _check_held_version(*, owner: User, uid: str, operation: BatchOperation) -> None:
+    """VersionConflict when the operation names an expected_version the entry is not at (call it in the batch's
+    transaction: the entry stays locked until the held write is saved)."""
+    if operation.expected_version is None:
+        return
+    entry = entry_state_locked(owner=owner, uid=uid, key=operation.key, now=timezone.now())
+    current = entry.version if entry is not None else ABSENT_VERSION
+    if current != operation.expected_version:
+        raise VersionConflict(current)
+
+
 def entries_batch(
     *,
     owner: User,
@@ -192,6 +211,8 @@ def entries_batch(
                 decision = decisions[index]
                 if operation.op == BatchOp.PUT and decision.hold:
                     assert operation.value is not None
+                    # As entry_put: a write on a version the entry is no longer at is refused, not held.
+                    _check_held_version(owner=owner, uid=uid, operation=operation)
                     held = held_write_new(
                         owner=owner,
                         uid=uid,

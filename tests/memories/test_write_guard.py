@@ -415,3 +415,30 @@ def test_a_rejection_on_a_deleted_or_never_stored_key_keeps_it_restorable_or_abs
     _policy(owner, GuardMode.FLAG)
     created = owner_api.put(f"{BASE}/alice/memories/never", {"value": CLEAN}, format="json")
     assert (created.status_code, created.json()["version"]) == (201, 1)
+
+
+@pytest.mark.django_db
+def test_a_batch_put_on_a_stale_version_is_refused_not_held_as_a_single_put_is(owner, owner_api):
+    owner_api.put(f"{BASE}/alice/memories/note", {"value": CLEAN}, format="json")
+    owner_api.put(f"{BASE}/alice/memories/note", {"value": CLEAN + " and honey"}, format="json")
+    _policy(owner, GuardMode.HOLD)
+
+    single = owner_api.put(
+        f"{BASE}/alice/memories/note", {"value": INJECTION}, format="json", headers={"If-Match": '"1"'}
+    )
+    batch = owner_api.post(
+        f"{BASE}/alice/memories/batch",
+        {"operations": [{"op": "put", "key": "note", "value": INJECTION, "expected_version": 1}]},
+        format="json",
+    )
+
+    assert single.status_code == 412
+    assert batch.status_code == 400
+    assert "current version is 2" in batch.json()["operations"]["0"]["expected_version"][0]
+    assert not HeldWrite.objects.exists()
+    on_time = owner_api.post(
+        f"{BASE}/alice/memories/batch",
+        {"operations": [{"op": "put", "key": "note", "value": INJECTION, "expected_version": 2}]},
+        format="json",
+    )
+    assert on_time.json()["results"][0]["status"] == "held"
