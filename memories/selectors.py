@@ -9,6 +9,7 @@ entry queryset here, and to the search's own statements), except a list the owne
 include_expired; the worker then deletes those entries.
 """
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from django.utils import timezone
 from memories import context, search
 from memories.filters import EntryFilter, filter_with_kind
 from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
+from memories.rows import entries_from_rows, entry_columns, quote
 
 MATCH_RANKED = "ranked"
 MATCH_SUBSTRING = "substring"
@@ -111,6 +113,56 @@ def entry_list(
 ) -> QuerySet[MemoryEntry]:
     """One user's entries that the filter lets through, newest first (unevaluated: page it)."""
     return user_entries(owner=owner, uid=uid, filters=filter_with_kind(filters, kind)).order_by("-updated", "-id")
+
+
+# Filter shapes whose listing SQL a process keeps (the default filter is one; each kind or meta filter's another).
+LISTING_SQL_CACHE = 128
+
+
+@functools.lru_cache(maxsize=LISTING_SQL_CACHE)
+def _listing_sql(vendor: str, where: str) -> str:
+    """A page of one user's entries newest first, and their count (up to a bound), in one statement.
+
+    where is the filter's SQL (EntryFilter.sql) over the unaliased entry table; the count's subquery
+    is not correlated, so the database computes it once.
+    """
+    table = quote(MemoryEntry._meta.db_table)
+    identity = f"{table}.{quote('owner_id')} = %s AND {table}.{quote('uid')} = %s{where}"
+    return (
+        f"SELECT {entry_columns(table)}, (SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {identity} LIMIT %s) "
+        f"AS bounded) FROM {table} WHERE {identity} "
+        f"ORDER BY {table}.{quote('updated')} DESC, {table}.{quote('id')} DESC LIMIT %s OFFSET %s"
+    )
+
+
+@dataclass(frozen=True)
+class EntryListing:
+    """One user's entries that a filter lets through, newest first, as the API pages them (entry_listing)."""
+
+    owner_id: int
+    uid: str
+    filters: EntryFilter
+
+    def page(self, *, start: int, stop: int, count_limit: int) -> tuple[list[MemoryEntry], int]:
+        """The entries from start to stop (exclusive) and how many there are, counted up to count_limit:
+        one statement, of SQL written once per filter shape (the same rows and order as entry_list's).
+        An empty page counts nothing: 0."""
+        where, where_params = self.filters.sql()
+        identity_params = [self.owner_id, self.uid, *where_params]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _listing_sql(connection.vendor, where),
+                [*identity_params, count_limit, *identity_params, max(stop - start, 0), start],
+            )
+            rows = cursor.fetchall()
+        # Each row: the entry's columns, then the count.
+        return entries_from_rows(rows), rows[0][-1] if rows else 0
+
+
+def entry_listing(*, owner: User, uid: str, filters: EntryFilter | None = None) -> EntryListing:
+    """What entry_list returns, for the API's pages: each page read with its bounded count in one statement,
+    without compiling a QuerySet (memories.rows)."""
+    return EntryListing(owner_id=owner.pk, uid=uid, filters=filters if filters is not None else EntryFilter())
 
 
 def entry_find(

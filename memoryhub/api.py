@@ -22,6 +22,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from memories.search import HybridMatches, LexicalMatches, RankedMatches
+from memories.selectors import EntryListing
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import InvalidField
 from memoryhub.ratelimit import parse_rate, rate_window
@@ -103,12 +104,13 @@ class BoundedPagination(MemoryPagination):
     accepted while it has results, so every match is reachable whatever the count says; next is
     given when the page after this one has results (one row more is read to know). The rows may be a
     QuerySet or anything sliced and counted like one (memories.search.LexicalMatches or HybridMatches, whose own
-    count is bounded); order_at(offset) on them names their order, else it is "newest".
+    count is bounded); order_at(offset) on them names their order, else it is "newest". A
+    memories.selectors.EntryListing gives each page with its bounded count in one statement.
     """
 
     def paginate_queryset(
         self,
-        queryset: "QuerySet[Any, Any] | Sequence[Any] | RankedMatches",
+        queryset: "QuerySet[Any, Any] | Sequence[Any] | RankedMatches | EntryListing",
         request: Request,
         view: "APIView | None" = None,
     ) -> list:
@@ -121,11 +123,17 @@ class BoundedPagination(MemoryPagination):
         if self.page_number < 1:
             raise exceptions.NotFound("Invalid page.")
         start = (self.page_number - 1) * page_size
-        rows = list(queryset[start : start + page_size + 1])
+        if isinstance(queryset, EntryListing):
+            # The page and its bounded count in one statement.
+            rows, counted = queryset.page(start=start, stop=start + page_size + 1, count_limit=PAGE_COUNT_LIMIT + 1)
+        else:
+            rows = list(queryset[start : start + page_size + 1])
         if not rows and self.page_number > 1:
             raise exceptions.NotFound("Invalid page.")
         self.has_next = len(rows) > page_size
-        if isinstance(queryset, LexicalMatches | HybridMatches):
+        if isinstance(queryset, EntryListing):
+            self.order, self.count = "newest", counted
+        elif isinstance(queryset, LexicalMatches | HybridMatches):
             # Its own bounded count, and the order at each offset.
             self.order, self.count = str(queryset.order_at(start)), queryset.count()
         else:

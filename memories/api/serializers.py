@@ -3,7 +3,7 @@
 import functools
 import operator
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -11,7 +11,8 @@ from django.contrib.auth.models import User
 from django.db.models.manager import BaseManager
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
+from rest_framework import ISO_8601, serializers
+from rest_framework.settings import api_settings
 
 from memories.models import KEY_MAX_LENGTH, HeldWrite, MemoryEntry, MemoryEvent, Privacy
 from memories.services import (
@@ -96,9 +97,26 @@ class EntryListSerializer(serializers.ListSerializer):
 
     def to_representation(self, data: "Iterable[MemoryEntry] | BaseManager[MemoryEntry]") -> list[dict[str, Any]]:
         entries = data.all() if isinstance(data, BaseManager) else data
-        moment = serializers.DateTimeField(default_timezone=timezone.get_current_timezone()).to_representation
+        moment = _moment_writer(timezone.get_current_timezone())
         readers = [_field_reader(field, moment) for field in _readable_fields(type(self.child))]
         return [{name: read(entry) for name, read in readers} for entry in entries]
+
+
+def _moment_writer(zone: tzinfo) -> Callable[[Any], Any]:
+    """DRF's DateTimeField.to_representation in zone, with its ISO 8601 output written directly for an aware
+    datetime (every datetime read from the database): astimezone, isoformat, "+00:00" as "Z", as DRF writes it.
+    Anything else, or another DATETIME_FORMAT, goes through DRF's own."""
+    drf = serializers.DateTimeField(default_timezone=zone).to_representation
+    if str(api_settings.DATETIME_FORMAT).lower() != ISO_8601:
+        return drf
+
+    def moment(value: Any) -> Any:  # noqa: ANN401 - as DRF's: a datetime, else whatever DRF makes of it
+        if not isinstance(value, datetime) or value.tzinfo is None:
+            return drf(value)
+        text = value.astimezone(zone).isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+    return moment
 
 
 @functools.cache

@@ -75,7 +75,7 @@ RANKING_HEADER = "X-MemoryHub-Ranking"
 def _paginate(
     view: "HubViewSet",
     request: Request,
-    queryset: "QuerySet | Sequence | RankedMatches",
+    queryset: "QuerySet | Sequence | RankedMatches | selectors.EntryListing",
     serializer_class: type[serializers.BaseSerializer],
 ) -> Response:
     paginator = view.pagination_class()
@@ -306,7 +306,7 @@ class MemoryViewSet(HubViewSet):
             response = _paginate(self, request, found.entries, SearchResultSerializer)
             response[RANKING_HEADER] = found.ranking
             return response
-        entries = selectors.entry_list(owner=request_account(request), uid=uid, filters=filters)
+        entries = selectors.entry_listing(owner=request_account(request), uid=uid, filters=filters)
         return _paginate(self, request, entries, EntrySerializer)
 
     @extend_schema(
