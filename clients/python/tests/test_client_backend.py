@@ -136,7 +136,8 @@ def test_a_backend_of_privacy_local_writes_entries_that_never_leave_the_hub(hub:
     with MemoryHub(hub.url, hub.token) as client:
         assert client.get(uid, "diagnosis").privacy == "local"
         assert client.get(uid, "editor").privacy == "shared"
-    assert local.get(uid, "diagnosis").value == "asthma, mild"
+    found = local.get(uid, "diagnosis")
+    assert found is not None and found.value == "asthma, mild"
     assert (local.privacy, default.privacy) == ("local", None)
     with pytest.raises(ValueError, match="privacy must be one of local, shared"):
         HubBackend(hub.url, hub.token, privacy="private")
