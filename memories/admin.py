@@ -232,9 +232,8 @@ class HeldWriteAdmin(admin.ModelAdmin):
     ordering = ["status", "requested_at"]
     actions = ["approve", "reject"]
     readonly_fields = [
-        "owner", "uid", "key", "value", "revealed_value", "kind", "meta", "asked_expiry", "guard_flags", "reasons",
-        "requested_by", "requested_at",
-        "status", "decided_by", "decided_at", "entry_version",
+        "owner", "uid", "key", "value", "revealed_value", "kind", "meta", "asked_expiry", "expected_version",
+        "guard_flags", "reasons", "requested_by", "requested_at", "status", "decided_by", "decided_at", "entry_version",
     ]  # fmt: skip
 
     @admin.display(description="Value, hidden characters written out")
@@ -257,7 +256,7 @@ class HeldWriteAdmin(admin.ModelAdmin):
                     services.held_write_approve(held_id=held_id, decider=request_account(request))
                 else:
                     services.held_write_reject(held_id=held_id, decider=request_account(request))
-            except (services.HeldWriteDecided, InvalidField):
+            except (services.HeldWriteDecided, InvalidField, services.VersionConflict):
                 skipped += 1
             else:
                 decided += 1
@@ -265,7 +264,10 @@ class HeldWriteAdmin(admin.ModelAdmin):
         self.message_user(request, f"{verb} {decided} held writes.", messages.SUCCESS if decided else messages.INFO)
         if skipped:
             self.message_user(
-                request, f"{skipped} were decided already, or break a limit, and were left.", messages.WARNING
+                request,
+                f"{skipped} were decided already, break a limit, or named a version the memory is no longer at, "
+                "and were left.",
+                messages.WARNING,
             )
 
     @admin.action(description="Approve the selected held writes (store them, as you)", permissions=["decide"])

@@ -230,6 +230,11 @@ class HeldWrite(models.Model):
     )
     expires = models.DateTimeField(null=True, blank=True, help_text="When the entry is to expire, as the write named.")
     clears_expiry = models.BooleanField(default=False, help_text="The write asked for no expiry (expires: null).")
+    expected_version = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The version the write named (If-Match; 0: create only): approved only while the memory is at it.",
+    )
     guard_flags = models.CharField(max_length=GUARD_FLAGS_MAX_LENGTH, help_text="The rules the write broke.")
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -534,6 +534,12 @@ def held_write_decide(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"{error}: nothing changed.")
     except InvalidField as error:
         messages.error(request, f"Cannot approve: {error}.")
+    except services.VersionConflict as conflict:
+        messages.error(
+            request,
+            f"Cannot approve: the write named a version of the memory that is gone ({conflict}); it would "
+            "overwrite a change its writer had not seen. Reject it.",
+        )
     return HttpResponseRedirect(reverse("dashboard:held"))
 
 

@@ -459,7 +459,8 @@ class HeldWriteSerializer(serializers.ModelSerializer):
     class Meta:
         model = HeldWrite
         fields = [
-            "id", "uid", "key", "value", "kind", "meta", "ttl", "expires", "clears_expiry", "guard_flags", "status",
+            "id", "uid", "key", "value", "kind", "meta", "ttl", "expires", "clears_expiry", "expected_version",
+            "guard_flags", "status",
             "requested_by", "requested_at", "decided_by", "decided_at", "entry_version",
         ]  # fmt: skip
         read_only_fields = fields
@@ -469,6 +470,10 @@ class HeldWriteSerializer(serializers.ModelSerializer):
             },
             "expires": {"help_text": "The expiry time the write asked for; a time passed by then cannot be approved."},
             "clears_expiry": {"help_text": "Whether the write asked for no expiry (expires: null)."},
+            "expected_version": {
+                "help_text": "The version the write named (If-Match; 0: create only), if any: it is approved only "
+                "while the memory is still at that version."
+            },
         }
 
 

@@ -224,6 +224,7 @@ def entries_batch(
                         actor=actor,
                         decision=decision,
                         expiry=held_expiry(ttl=operation.ttl, expires=operation.expires),
+                        expected_version=operation.expected_version,
                     )
                     held.save()
                     outcomes.append(

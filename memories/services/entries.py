@@ -474,6 +474,7 @@ def _put_locked(
             actor=actor,
             decision=decision,
             expiry=held_expiry,
+            expected_version=expected_version,
         )
         held.save()
         return held
@@ -568,6 +569,7 @@ def entry_update(
                 actor=actor,
                 decision=decision,
                 expiry=held_expiry(ttl=ttl, expires=new_expires),
+                expected_version=expected_version,
             )
             held.save()
         else:

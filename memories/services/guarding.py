@@ -88,9 +88,12 @@ def held_write_new(
     decision: GuardDecision,
     privacy: str | None = None,
     expiry: HeldExpiry = KEEPS_EXPIRY,
+    expected_version: int | None = None,
 ) -> HeldWrite:
-    """A pending HeldWrite for this write, unsaved (the caller saves it, or bulk-creates many)."""
+    """A pending HeldWrite for this write, unsaved (the caller saves it, or bulk-creates many). expected_version
+    is the one the write named, if any: its approval then applies it only while the entry is still at it."""
     return HeldWrite(
+        expected_version=expected_version,
         ttl=expiry.ttl,
         expires=expiry.expires,
         clears_expiry=expiry.clears,

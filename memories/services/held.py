@@ -40,8 +40,11 @@ def held_write_approve(*, held_id: int, decider: User) -> PutResult:
     The approved entry is stored unmarked: staff have read it. The HeldWrite stays, approved, with who
     decided, when, and the entry version the write became. The expiry the write asked for is applied
     (memories.services.guarding.HeldExpiry): a ttl counts from now, an expires time is the one named.
-    Raises HeldWrite.DoesNotExist, HeldWriteDecided, NotStaff, or InvalidField when the write breaks a
-    limit changed since, or its expires time has passed (it can only be rejected then).
+    A write that named a version (If-Match, or create-only) is applied only while the entry is still
+    at it: VersionConflict when it changed since (it can only be rejected then), so no approval
+    overwrites a change its writer had not seen. Raises HeldWrite.DoesNotExist, HeldWriteDecided,
+    NotStaff, or InvalidField when the write breaks a limit changed since, or its expires time has
+    passed (it can only be rejected then).
     """
     with transaction.atomic():
         held = _pending_locked(held_id, decider)
@@ -57,6 +60,7 @@ def held_write_approve(*, held_id: int, decider: User) -> PutResult:
             guard_decision=CLEAN,
             ttl=held.ttl,
             expires=_held_expires(held),
+            expected_version=held.expected_version,
         )
         if result.changed:
             # The history's create or update of this approval (the newest event of the key) names the held write.

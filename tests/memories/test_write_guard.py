@@ -442,3 +442,26 @@ def test_a_batch_put_on_a_stale_version_is_refused_not_held_as_a_single_put_is(o
         format="json",
     )
     assert on_time.json()["results"][0]["status"] == "held"
+
+
+@pytest.mark.django_db
+def test_a_held_write_that_named_a_version_is_approved_only_while_the_memory_is_at_it(
+    owner, owner_api, staff, staff_client
+):
+    owner_api.put(f"{BASE}/alice/memories/note", {"value": CLEAN}, format="json")
+    _policy(owner, GuardMode.HOLD)
+    named = owner_api.put(
+        f"{BASE}/alice/memories/note", {"value": INJECTION}, format="json", headers={"If-Match": '"1"'}
+    ).json()
+    unnamed = owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION + " now"}, format="json").json()
+    assert (named["expected_version"], unnamed["expected_version"]) == (1, None)
+    # Meanwhile the memory changes: the write that named version 1 has not seen it.
+    services.entry_update(owner=owner, uid="alice", key="note", value=CLEAN + " and honey")
+
+    refused = staff_client.post(f"/held/decide/?id={named['id']}", {"decision": "approve"}, follow=True)
+
+    assert "Cannot approve" in refused.content.decode() and "current version is 2" in refused.content.decode()
+    assert HeldWrite.objects.get(pk=named["id"]).status == HeldWrite.Status.PENDING
+    assert selectors.entry_get(owner=owner, uid="alice", key="note").value == CLEAN + " and honey"
+    # A write that named no version is a plain put: approved, it replaces the value as one would.
+    assert services.held_write_approve(held_id=unnamed["id"], decider=staff).entry.value == INJECTION + " now"
