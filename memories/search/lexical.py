@@ -8,11 +8,16 @@ The rule that decides which entries match (never anything of another account or 
   or any phrase as a substring (so "vim" finds "neovim"), holds a shorter word as a whole word, or
   holds the whole query as a substring (so every entry today's substring scan finds is still found).
 
-The order: the entries that hold a query word as a whole word are the candidates, ranked by bm25 over
+Typos: a query word of TYPO_MIN_LENGTH letters or more that no searched entry holds whole is also
+sought one edit away; the words one edit away that the user's own entries hold whole become terms of
+the query (LexicalQuery.variants), matched and ranked like its words.
+
+The order: the entries that hold a query term as a whole word are the candidates, ranked by bm25 over
 the words index on SQLite (hub-wide word statistics: rarer words weigh more, a word in the key four
-times one in the value) and by ts_rank on PostgreSQL, best first, ties newest first. At most RANK_CAP
-candidates are ranked (the most recently created ones when more hold the words), so a common word costs
-what a rare one does; every other match follows, newest first, so every match is reachable by paging.
+times one in the value) and by ts_rank on PostgreSQL, best first, ties newest first. Each term brings
+at most RANK_CAP candidates (the most recently created ones when more hold it) and the best RANK_CAP
+are kept, so a common word costs what a rare one does and cannot crowd out a rare one; every other
+match follows, newest first, so every match is reachable by paging.
 Counts are exact up to COUNT_LIMIT matches and say so beyond.
 
 SQLite indexes (migrations 0007 and 0009): memories_memoryentry_fts (trigram) for substrings and
@@ -28,6 +33,8 @@ for substrings.
 import dataclasses
 import math
 import re
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import overload
@@ -59,10 +66,18 @@ WORDS_TABLE = "memories_memoryentry_words"
 ENTRY_TABLE = MemoryEntry._meta.db_table
 # bm25 weights per column of the words index (scope, key, value): the scope token never scores.
 SCOPE_WEIGHT, KEY_WEIGHT, VALUE_WEIGHT = 0.0, 4.0, 1.0
-# PostgreSQL: how many entries of the hub holding a term are counted for its weight (rarer words weigh more).
+# PostgreSQL: how many entries of the hub holding a term are counted for its weight (rarer words weigh more),
+# when the planner's statistics do not say (before the first ANALYZE).
 DOCUMENT_FREQUENCY_LIMIT = 10_000
+# PostgreSQL: how long a process keeps the words index's statistics (they change with each ANALYZE).
+WORD_STATISTICS_SECONDS = 60.0
+# The GIN index over POSTGRES_WORDS (migration 0007), whose statistics say how common each word is.
+POSTGRES_WORDS_INDEX = "memory_entry_folded_words"
 # PostgreSQL: the weights of ts_rank for the labels D, C, B, A (value is D, key is A): the same 1:4.
 POSTGRES_RANK_WEIGHTS = "{0.25, 0, 0, 1.0}"
+# ts_rank's normalization: none. Dividing by the entry's length (1 or 2, as bm25 weighs length) ranked an
+# entry holding one word in its key above one holding both words asked for, which bm25 does not.
+POSTGRES_RANK_NORMALIZATION = 0
 # The same expression as the GIN index of migration 0004, so the planner can use it.
 POSTGRES_WORDS = (
     f"(setweight(to_tsvector('simple'::regconfig, {ENTRY_TABLE}.key_folded), 'A') || "
@@ -124,14 +139,24 @@ class LexicalQuery:
         return tuple(word for word in self.words if len(word) >= TYPO_MIN_LENGTH and word.isalpha())
 
     @property
-    def ranking_terms(self) -> tuple[str, ...]:
-        """The words and phrases bm25 scores; the whole query counts as a phrase when it has several words."""
+    def own_terms(self) -> tuple[str, ...]:
+        """The words and phrases of the query itself; the whole query counts as a phrase when it has several words."""
         terms = [*self.words, *self.phrases]
         whole_words = " ".join(WORD_PATTERN.findall(self.whole))
         if len(whole_words.split()) > 1:
             terms.append(whole_words)
-        terms += self.variants
         return tuple(dict.fromkeys(terms))
+
+    @property
+    def variant_terms(self) -> tuple[str, ...]:
+        """The typos' variants that are not terms of the query already."""
+        own = set(self.own_terms)
+        return tuple(variant for variant in self.variants if variant not in own)
+
+    @property
+    def ranking_terms(self) -> tuple[str, ...]:
+        """The terms bm25 scores: the query's own, then its typos' variants."""
+        return (*self.own_terms, *self.variant_terms)
 
     @property
     def named_terms(self) -> tuple[str, ...]:
@@ -207,21 +232,33 @@ def _candidates_sqlite(
 ) -> list[tuple]:
     """(id, score[, key_folded, value_folded]) best first, ties newest first.
 
-    The newest `limit` of the user's hits, read from the user's range of the words index alone, are
-    ranked by bm25 (hub-wide word statistics; the scope column weighs nothing).
+    Each of the query's terms (its words, its phrases, the whole query as a phrase, its typos'
+    variants) gathers the newest `limit` of the user's entries holding it, read from the user's range
+    of the words index alone, with its bm25 (hub-wide word statistics; the scope column weighs
+    nothing); an entry's score is the sum over the terms that gathered it (bm25 is a sum over the
+    terms), and the best `limit` are kept. Gathered term by term, a common word cannot crowd out the
+    entries holding a rare one; an entry a common word did not gather (past its newest `limit`) misses
+    that word's share, which is small (a common word weighs little).
     """
-    rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
     filter_sql, filter_params = filters.sql()
     text = ", key_folded, value_folded" if with_text else ""
+    gathers: list[str] = []
+    params: list[str | int] = []
+    for term in query.ranking_terms:
+        rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
+        gathers.append(
+            f"SELECT * FROM (SELECT {ENTRY_TABLE}.id AS id, "
+            f"-bm25({WORDS_TABLE}, {SCOPE_WEIGHT}, {KEY_WEIGHT}, {VALUE_WEIGHT}) AS score, "
+            f"{ENTRY_TABLE}.updated AS updated{text.replace(', ', f', {ENTRY_TABLE}.')} "
+            f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {_entry_id(WORDS_TABLE)} "
+            f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{filter_sql} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s)"
+        )
+        params += [_terms_match((term,)), *rows_params, *filter_params, limit]
     sql = (
-        f"SELECT id, score{text} FROM ("
-        f"SELECT {ENTRY_TABLE}.id AS id, -bm25({WORDS_TABLE}, {SCOPE_WEIGHT}, {KEY_WEIGHT}, {VALUE_WEIGHT}) AS score, "
-        f"{ENTRY_TABLE}.updated AS updated{text.replace(', ', f', {ENTRY_TABLE}.')} "
-        f"FROM {WORDS_TABLE} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {_entry_id(WORDS_TABLE)} "
-        f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{filter_sql} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s"
-        f") ORDER BY score DESC, updated DESC, id DESC"
+        f"SELECT id, sum(score) AS score{text} FROM ({' UNION ALL '.join(gathers)}) GROUP BY id "
+        f"ORDER BY score DESC, max(updated) DESC, id DESC LIMIT %s"
     )
-    params: list[str | int] = [_terms_match(query.ranking_terms), *rows_params, *filter_params, limit]
+    params.append(limit)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -238,48 +275,142 @@ def _idf(documents: float, holding: float) -> float:
     return math.log(1 + (max(documents, holding) - holding + 0.5) / (holding + 0.5))
 
 
+@dataclass(frozen=True)
+class WordStatistics:
+    """PostgreSQL's statistics of the words index, from the entry table's last ANALYZE: the table's size,
+    the most common words with the share of entries holding each, and the least share listed (a word not
+    listed is held by fewer)."""
+
+    documents: float
+    common: dict[str, float]
+    least_listed: float
+
+    def holding(self, word: str) -> float | None:
+        """How many entries hold the word, when it is a common one (else None: count it)."""
+        share = self.common.get(word)
+        return None if share is None else share * self.documents
+
+
+_statistics_lock = threading.Lock()
+# (read at, the statistics or None when there are none yet), per database alias.
+_statistics: dict[str, tuple[float, WordStatistics | None]] = {}
+
+
+def _word_statistics_postgres() -> WordStatistics | None:
+    """The words index's statistics (pg_stats of the index's expression), read at most every
+    WORD_STATISTICS_SECONDS per process; None before the first ANALYZE has made them."""
+    now = time.monotonic()
+    with _statistics_lock:
+        read_at, cached = _statistics.get(connection.alias, (-math.inf, None))
+    if now - read_at < WORD_STATISTICS_SECONDS:
+        return cached
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT greatest(c.reltuples, 1), s.most_common_elems::text::text[], s.most_common_elem_freqs "
+            "FROM pg_class AS c LEFT JOIN pg_stats AS s ON s.schemaname = current_schema() AND s.tablename = %s "
+            "WHERE c.oid = %s::regclass",
+            [POSTGRES_WORDS_INDEX, ENTRY_TABLE],
+        )
+        row = cursor.fetchone()
+    statistics = None
+    if row is not None and row[1] and row[2]:
+        documents, words, shares = row
+        # The shares end with three more: the least and greatest share listed, and that of empty rows.
+        statistics = WordStatistics(
+            documents=float(documents), common=dict(zip(words, shares, strict=False)), least_listed=shares[-3]
+        )
+    with _statistics_lock:
+        _statistics[connection.alias] = (now, statistics)
+    return statistics
+
+
+def word_statistics_clear() -> None:
+    """Read PostgreSQL's word statistics again at the next search (after an ANALYZE)."""
+    with _statistics_lock:
+        _statistics.clear()
+
+
 def _candidates_postgres(
     owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int, *, with_text: bool
 ) -> list[tuple]:
     """Ranked as bm25 would on SQLite, as far as PostgreSQL allows: ts_rank of each term (a hit in
     the key weighs four times one in the value, more hits weigh more) times the term's inverse
-    document frequency over the hub, added up; ts_rank alone knows nothing of rare words."""
+    document frequency over the hub, added up; ts_rank alone knows nothing of rare words.
+
+    How many entries hold a word: a common word's share is read from the planner's statistics (no
+    scan); a rarer one is counted through the GIN index, up to what the least common listed word holds
+    (a few rows); a phrase holds at most what its rarest word does. Before any ANALYZE, every term is
+    counted, up to DOCUMENT_FREQUENCY_LIMIT.
+    """
     terms = query.ranking_terms
-    tsquery, tsquery_params = _postgres_query(terms)
+    statistics = _word_statistics_postgres()
+    # Per term: a known count, or the limit to count it up to.
+    known: dict[str, float] = {}
+    if statistics is not None:
+        for term in terms:
+            holding = statistics.holding(term)
+            if holding is not None:
+                known[term] = holding
+    counted_limit = (
+        DOCUMENT_FREQUENCY_LIMIT
+        if statistics is None
+        else max(1, min(DOCUMENT_FREQUENCY_LIMIT, math.ceil(statistics.least_listed * statistics.documents) + 1))
+    )
+    words_of = {term: term.split() for term in terms}
+    if statistics is not None:
+        for term, words in words_of.items():
+            # A phrase of common words holds at most what its rarest word holds.
+            if len(words) > 1 and all(word in known for word in words):
+                known[term] = min(known[word] for word in words)
+    counted = [term for term in terms if term not in known]
     term_query = "phraseto_tsquery('simple'::regconfig, %s)"
     filter_sql, filter_params = filters.sql()
-    ranks = ", ".join(f"ts_rank('{POSTGRES_RANK_WEIGHTS}', {POSTGRES_WORDS}, {term_query})" for _ in terms)
-    frequencies = ", ".join(
-        f"(SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {term_query} LIMIT %s) AS d)"
+    ranks = ", ".join(
+        f"ts_rank('{POSTGRES_RANK_WEIGHTS}', candidate.words, {term_query}, {POSTGRES_RANK_NORMALIZATION})"
         for _ in terms
     )
-    # MATERIALIZED: the user's hits are gathered through the GIN index first; left to itself, the
-    # planner may walk the primary key backwards and test every row of the hub against the query.
-    sql = (
-        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
-        f"AND {POSTGRES_WORDS} @@ {tsquery}), "
-        f"newest AS (SELECT id FROM hits ORDER BY id DESC LIMIT %s), "
-        # The table's size as of its last ANALYZE (import_memories runs one); never below a term's count.
-        f"frequency AS MATERIALIZED (SELECT greatest(reltuples, 1) AS documents, {frequencies} "
-        f"FROM pg_class WHERE oid = '{ENTRY_TABLE}'::regclass) "
-        f"SELECT {ENTRY_TABLE}.id, {ENTRY_TABLE}.updated, {ENTRY_TABLE}.key_folded, {ENTRY_TABLE}.value_folded, "
-        f"frequency.*, {ranks} "
-        f"FROM newest JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = newest.id CROSS JOIN frequency"
+    frequencies = "".join(
+        f", (SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {term_query} LIMIT %s) AS d)"
+        for _ in counted
     )
-    params: list[str | int] = [owner_id, uid, *filter_params, *tsquery_params, limit]
+    # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
+    # cannot crowd out a rare one). MATERIALIZED: each term's hits come from the GIN index; left to
+    # itself, the planner may walk the primary key backwards and test every row of the hub.
+    gathers = [
+        f"hits{number} AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
+        f"AND {POSTGRES_WORDS} @@ {term_query})"
+        for number in range(len(terms))
+    ]
+    newest = " UNION ".join(f"(SELECT id FROM hits{number} ORDER BY id DESC LIMIT %s)" for number in range(len(terms)))
+    # OFFSET 0: each candidate's words (its tsvector) are computed once, not once per term's ts_rank.
+    sql = (
+        f"WITH {', '.join(gathers)}, newest AS ({newest}), "
+        # The table's size as of its last ANALYZE (import_memories runs one); never below a term's count.
+        f"frequency AS MATERIALIZED (SELECT greatest(reltuples, 1) AS documents{frequencies} "
+        f"FROM pg_class WHERE oid = '{ENTRY_TABLE}'::regclass) "
+        f"SELECT candidate.id, candidate.updated, candidate.key_folded, candidate.value_folded, "
+        f"frequency.*, {ranks} FROM (SELECT {ENTRY_TABLE}.id, {ENTRY_TABLE}.updated, {ENTRY_TABLE}.key_folded, "
+        f"{ENTRY_TABLE}.value_folded, {POSTGRES_WORDS} AS words "
+        f"FROM newest JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = newest.id OFFSET 0) AS candidate CROSS JOIN frequency"
+    )
+    params: list[str | int] = []
     for term in terms:
-        params += [term, DOCUMENT_FREQUENCY_LIMIT]
+        params += [owner_id, uid, *filter_params, term]
+    params += [limit] * len(terms)
+    for term in counted:
+        params += [term, counted_limit]
     params += terms
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     ranked = []
     for entry_id, updated, key_folded, value_folded, documents, *rest in rows:
-        holding, term_ranks = rest[: len(terms)], rest[len(terms) :]
-        score = sum(_idf(documents, max(count, 1)) * rank for count, rank in zip(holding, term_ranks, strict=True))
+        holds = {**known, **dict(zip(counted, rest[: len(counted)], strict=True))}
+        term_ranks = rest[len(counted) :]
+        score = sum(_idf(documents, max(holds[term], 1)) * rank for term, rank in zip(terms, term_ranks, strict=True))
         ranked.append((entry_id, score, updated, key_folded, value_folded))
     ranked.sort(key=lambda row: (-row[1], -row[2].timestamp(), -row[0]))
-    return [(row[0], row[1], row[3], row[4]) if with_text else (row[0], row[1]) for row in ranked]
+    return [(row[0], row[1], row[3], row[4]) if with_text else (row[0], row[1]) for row in ranked[:limit]]
 
 
 # What a substitution or an insertion may put in a word, besides the word's own letters.
@@ -347,10 +478,21 @@ def _texts_holding_sqlite(
 def _texts_holding_postgres(
     owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
 ) -> list[tuple[str, str]]:
-    # The words are letters only (word_variants of typo_candidates): a tsquery of them needs no quoting. The
-    # hits are gathered from the GIN index first (the variants are hundreds of words, nearly all held by
-    # none), then kept to the user's.
+    """As _texts_holding_sqlite. The words are first kept to those some entry of the hub holds (one GIN
+    look-up each, nearly all finding nothing): one tsquery of hundreds of words would be tested against
+    every row the GIN index returns, and took seconds. The words are letters only (word_variants of
+    typo_candidates), so a tsquery of them needs no quoting."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT word FROM unnest(%s::text[]) AS word WHERE EXISTS "
+            f"(SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, word))",
+            [list(words)],
+        )
+        held = [word for (word,) in cursor.fetchall()]
+    if not held:
+        return []
     filter_sql, filter_params = filters.sql()
+    # The hits are gathered from the GIN index first, then kept to the user's.
     sql = (
         f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} "
         f"WHERE {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, %s)) "
@@ -358,7 +500,7 @@ def _texts_holding_postgres(
         f"WHERE owner_id = %s AND uid = %s{filter_sql} LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [" | ".join(words), owner_id, uid, *filter_params, limit])
+        cursor.execute(sql, [" | ".join(held), owner_id, uid, *filter_params, limit])
         return cursor.fetchall()
 
 

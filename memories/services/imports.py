@@ -16,7 +16,7 @@ from memories.accounts import account_create_locked
 from memories.embeddings.store import embedding_mark_stale
 from memories.folding import fold
 from memories.models import DEFAULT_KIND, HeldWrite, MemoryEntry, MemoryEvent, Privacy, new_honcho_session_id
-from memories.search.lexical import FTS_TABLE, WORDS_TABLE
+from memories.search.lexical import FTS_TABLE, WORDS_TABLE, word_statistics_clear
 from memories.selectors import account_policy
 from memories.services.entries import account_default_privacy, privacy_withdraw, sync_outbox_record
 from memories.services.guarding import HeldExpiry, guard_decide, held_write_new
@@ -760,6 +760,8 @@ def search_statistics_refresh() -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"ANALYZE {connection.ops.quote_name(MemoryEntry._meta.db_table)}")
+            # The word statistics just made weigh the next searches of this process at once.
+            word_statistics_clear()
         else:
             cursor.execute("PRAGMA optimize")
             for index in SQLITE_SEARCH_INDEXES:

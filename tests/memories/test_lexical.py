@@ -269,3 +269,17 @@ def test_a_misspelt_word_is_corrected_from_my_own_entries_only(owner, stranger):
     assert _found_keys(owner, "cofee") == []
     _put(owner, "breakfast", "coffee and toast")
     assert _found_keys(owner, "cofee") == ["breakfast"]
+
+
+def test_a_rare_word_outranks_a_common_one_after_the_statistics_are_made(owner):
+    # On PostgreSQL a common word's weight is then read from the planner's statistics, not counted.
+    _import(owner, "alice", {f"note{number}": f"drinks coffee, note {number}" for number in range(300)})
+    _put(owner, "bird", "saw a quetzal in the forest, with coffee")
+    services.search_statistics_refresh()
+    try:
+        found = _found_keys(owner, "coffee quetzal")
+    finally:
+        # The statistics go with the test's transaction: later tests must not weigh words by them.
+        lexical.word_statistics_clear()
+    assert found[0] == "bird"
+    assert len(found) == 301
