@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django.db import connection
-from django.db.models import Field
+from django.db.models import Field, Model
 from django.db.models.base import ModelState
 from django.db.models.expressions import Col
 
@@ -87,3 +87,47 @@ def entries_from_rows(rows: Iterable[Sequence[Any]]) -> list[MemoryEntry]:
 def entry_from_row(row: Sequence[Any]) -> MemoryEntry:
     """The entry of one row (entries_from_rows)."""
     return entries_from_rows([row])[0]
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_sql(model: type[Model], vendor: str, conflict: tuple[str, ...]) -> tuple[str, tuple[Field, ...]]:
+    """INSERT of one new row of model (every concrete field but its auto primary key) returning that key,
+    with ON CONFLICT (conflict) DO NOTHING when conflict names columns; and the fields in VALUES' order."""
+    meta = model._meta
+    fields = tuple(
+        field
+        for field in meta.local_concrete_fields
+        if field is not meta.auto_field and not getattr(field, "generated", False)
+    )
+    columns = ", ".join(quote(str(field.column)) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    on_conflict = f" ON CONFLICT ({', '.join(quote(column) for column in conflict)}) DO NOTHING" if conflict else ""
+    returning = quote(str(meta.pk.column))
+    return (
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders}){on_conflict} RETURNING {returning}",
+        fields,
+    )
+
+
+def row_insert(instance: Model, *, unless_conflict_on: tuple[str, ...] = ()) -> bool:
+    """Insert a new instance, as instance.save(force_insert=True) would, in one statement of SQL written once
+    per model: each field's pre_save (a folded copy, say) and database preparation, the new primary key set on
+    it, the instance then saved in this database. Sends no pre_save or post_save signal: for the write path's
+    own rows (entries, their history), which no receiver listens to.
+
+    unless_conflict_on: columns of a unique constraint; when a row with the same values is there already
+    (a concurrent writer's, on PostgreSQL), nothing is inserted and False is returned, with no error to
+    roll back (ON CONFLICT DO NOTHING: no savepoint needed). True when the row was inserted.
+    """
+    if instance.pk is not None:
+        raise ValueError(f"{instance!r} has its primary key already: row_insert inserts new rows only")
+    sql, fields = _insert_sql(type(instance), connection.vendor, unless_conflict_on)
+    values = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        returned = cursor.fetchone()
+    if returned is None:
+        return False
+    instance.pk = returned[0]
+    instance._state.adding, instance._state.db = False, connection.alias
+    return True

@@ -6,7 +6,6 @@ import sys
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -134,8 +133,7 @@ def test_a_put_through_the_api_reads_no_policy(owner, owner_api, entry, django_a
 
     # 1. savepoint (the test's transaction holds BEGIN), 2. the entry, locked, with its key's last version
     # in the history, 3. its INSERT, 4. its history event, 5. its vector marked wanted, 6. release
-    # (PostgreSQL: a savepoint and its release around the INSERT too, in case of a concurrent create)
-    with django_assert_num_queries(6 if connection.vendor == "sqlite" else 8) as captured:
+    with django_assert_num_queries(6) as captured:
         response = owner_api.put("/api/v1/users/alice/memories/tea", {"value": "green"}, format="json")
 
     assert response.json()["privacy"] == "local"

@@ -35,7 +35,7 @@ from memories.models import (
     SyncTask,
     new_honcho_session_id,
 )
-from memories.rows import entry_columns, entry_from_row, quote
+from memories.rows import entry_columns, entry_from_row, quote, row_insert
 from memories.selectors import account_policy
 from memories.services.guarding import (
     KEEPS_EXPIRY,
@@ -52,6 +52,8 @@ class EntryNotFound(LookupError):
     """No entry with that uid and key belongs to the account."""
 
 
+# The columns of the unique constraint memory_entry_unique_owner_uid_key: one entry per (owner, uid, key).
+ENTRY_IDENTITY_COLUMNS = ("owner_id", "uid", "key")
 # The expected_version that asks for an entry that does not exist yet: a create-only write.
 ABSENT_VERSION = 0
 # The most expired entries one call of entries_expire removes (one transaction).
@@ -158,23 +160,14 @@ def held_expiry(*, ttl: object, expires: object) -> HeldExpiry:
     return HeldExpiry(expires=expires)
 
 
-def _insert(entry: MemoryEntry) -> IntegrityError | None:
-    """Insert a new entry; the IntegrityError when a concurrent writer inserted the same (owner, uid, key)
+def _insert(entry: MemoryEntry) -> bool:
+    """Insert a new entry; False, inserting nothing, when a concurrent writer inserted the same (owner, uid, key)
     between our read and our insert, which can happen on PostgreSQL (a row that does not exist yet cannot be
-    locked): there the insert runs in a savepoint, whose rollback keeps the transaction usable.
-
-    SQLite's IMMEDIATE transactions (settings.SQLITE_OPTIONS) hold the write lock from BEGIN, so no other
-    writer inserts in between: no savepoint (two statements fewer), and any error is raised as it is.
+    locked). One statement: INSERT ... ON CONFLICT DO NOTHING, so there is no error to roll back and no
+    savepoint. (SQLite's IMMEDIATE transactions, settings.SQLITE_OPTIONS, hold the write lock from BEGIN: no
+    other writer inserts in between there.)
     """
-    if connection.vendor == "sqlite":
-        entry.save(force_insert=True)
-        return None
-    try:
-        with transaction.atomic():
-            entry.save(force_insert=True)
-    except IntegrityError as conflict:
-        return conflict
-    return None
+    return row_insert(entry, unless_conflict_on=ENTRY_IDENTITY_COLUMNS)
 
 
 def _last_version(*, owner: User, uid: str, key: str) -> int:
@@ -367,7 +360,7 @@ def _apply_change(
     entry.version += 1
     entry.updated = timezone.now()
     entry.save(update_fields=fields)
-    _event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before).save()
+    row_insert(_event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before))
     sync_outbox_record(owner=owner, entries=[entry])
     # A local entry made shared may have had no vector (a remote provider is never given one).
     if entry.value != before.value or (before.privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL):
@@ -494,15 +487,14 @@ def _put_locked(
             honcho_session_id=new_honcho_session_id(),
             guard_flags=decision.flags,
         )
-        conflict = _insert(entry)
-        if conflict is not None:
+        if not _insert(entry):
             # A concurrent writer created the same entry between our read and our insert
             # (possible on PostgreSQL): apply this write on top of theirs.
             entry = _locked_entry(owner=owner, uid=uid, key=key)
             if entry is None:
-                raise conflict
+                raise IntegrityError(f"{uid}/{key} was created and removed by concurrent writes; nothing was written")
         else:
-            _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None).save()
+            row_insert(_event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None))
             sync_outbox_record(owner=owner, entries=[entry])
             embedding_mark_stale([entry])
             return PutResult(entry=entry, created=True, changed=True)

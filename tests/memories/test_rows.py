@@ -9,7 +9,8 @@ from django.utils import timezone
 from memories import selectors, services
 from memories.filters import EntryFilter
 from memories.models import MemoryEntry, Privacy
-from memories.rows import entries_from_rows, entry_columns, quote
+from memories.rows import entries_from_rows, entry_columns, quote, row_insert
+from memories.services.entries import ENTRY_IDENTITY_COLUMNS
 
 FIELDS = [field.attname for field in MemoryEntry._meta.concrete_fields]
 
@@ -93,3 +94,28 @@ def test_a_listing_is_the_owners_alone(owner, stranger, entries):
 
     assert "theirs" not in {entry.key for entry in page}
     assert count == len(page) == 11
+
+
+def test_an_inserted_row_is_what_save_would_store(owner, entries):
+    now = timezone.now()
+    entry = MemoryEntry(
+        owner=owner, uid="carol", key="Café", value="Crème brûlée", meta={"x": [1, 2]}, created=now, updated=now
+    )
+
+    assert row_insert(entry, unless_conflict_on=ENTRY_IDENTITY_COLUMNS)
+
+    stored = MemoryEntry.objects.get(pk=entry.pk)
+    assert (stored.key, stored.value, stored.meta, stored.created) == ("Café", "Crème brûlée", {"x": [1, 2]}, now)
+    # Each field's pre_save ran: the folded copies search reads are there.
+    assert (stored.key_folded, stored.value_folded) == ("cafe", "creme brulee")
+    assert not entry._state.adding
+
+
+def test_an_insert_that_meets_the_same_key_inserts_nothing_and_leaves_the_transaction_usable(owner, entries):
+    now = timezone.now()
+    twin = MemoryEntry(owner=owner, uid="alice", key="tea", value="a concurrent write", created=now, updated=now)
+
+    assert not row_insert(twin, unless_conflict_on=ENTRY_IDENTITY_COLUMNS)
+
+    assert twin.pk is None
+    assert MemoryEntry.objects.get(owner=owner, uid="alice", key="tea").value == "green"

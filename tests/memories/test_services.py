@@ -1,8 +1,9 @@
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from memories import selectors, services
 from memories.models import MemoryEntry, MemoryEvent
+from memories.services import entries
 from memories.validation import InvalidField
 
 
@@ -144,18 +145,43 @@ def test_a_value_of_exactly_the_limit_is_accepted(owner, settings):
         services.entry_put(owner=owner, uid="alice", key="k", value="é" * 5 + "x")
 
 
-def test_a_failure_while_recording_history_leaves_the_entry_untouched(owner, monkeypatch):
+def test_a_failure_while_recording_history_leaves_the_entry_untouched(owner):
     services.entry_put(owner=owner, uid="alice", key="language", value="Python")
+    history_table = connection.ops.quote_name(MemoryEvent._meta.db_table)
 
-    def broken_save(self, *args, **kwargs):
-        raise DatabaseError("disk full")
+    def disk_full_on_history(execute, sql, params, many, context):
+        # The database refuses the history row, however the service writes it.
+        if sql.startswith(f"INSERT INTO {history_table}"):
+            raise DatabaseError("disk full")
+        return execute(sql, params, many, context)
 
-    monkeypatch.setattr(MemoryEvent, "save", broken_save)
-    with pytest.raises(DatabaseError):
-        services.entry_put(owner=owner, uid="alice", key="language", value="Rust")
-    with pytest.raises(DatabaseError):
-        services.entry_put(owner=owner, uid="alice", key="new", value="x")
+    with connection.execute_wrapper(disk_full_on_history):
+        with pytest.raises(DatabaseError):
+            services.entry_put(owner=owner, uid="alice", key="language", value="Rust")
+        with pytest.raises(DatabaseError):
+            services.entry_put(owner=owner, uid="alice", key="new", value="x")
 
     entry = selectors.entry_get(owner=owner, uid="alice", key="language")
     assert (entry.value, entry.version) == ("Python", 1)
     assert selectors.entry_get(owner=owner, uid="alice", key="new") is None
+
+
+def test_a_put_that_meets_a_concurrent_create_of_its_key_applies_on_top_of_it(owner, monkeypatch):
+    services.entry_put(owner=owner, uid="alice", key="language", value="Python")
+    real_read = entries._locked_entry_and_last_version
+    reads = []
+
+    def read_before_the_other_writer(**kwargs):
+        # The first read misses the entry, as it does when another writer creates it just after (PostgreSQL).
+        reads.append(kwargs["key"])
+        return (None, 0) if len(reads) == 1 else real_read(**kwargs)
+
+    monkeypatch.setattr(entries, "_locked_entry_and_last_version", read_before_the_other_writer)
+    result = services.entry_put(owner=owner, uid="alice", key="language", value="Rust")
+
+    assert (result.created, result.entry.value, result.entry.version) == (False, "Rust", 2)
+    assert MemoryEntry.objects.filter(owner=owner, uid="alice", key="language").count() == 1
+    assert list(MemoryEvent.objects.filter(key="language").values_list("action", "version")) == [
+        ("create", 1),
+        ("update", 2),
+    ]
