@@ -14,9 +14,13 @@ TIMEOUT ?= 30
 
 .PHONY: run serve lint test test-fast install install-dev migrate clean screenshots benchmark benchmark-http
 
-$(VENV)/.installed: requirements.txt
+# After the packages, the stdio MCP server's answers to a client's first messages are kept ahead
+# (memories/mcp/stdio.py), so its first start answers at once; `migrate` (make run, make serve)
+# keeps them again after an upgrade, and does nothing while they are up to date.
+$(VENV)/.installed: requirements.txt data/secret_key
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	@$(WITH_KEY) $(PY) manage.py mcp --keep-answers
 	@touch $@
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
@@ -32,6 +36,7 @@ data/secret_key:
 
 migrate: $(VENV)/.installed data/secret_key
 	@$(WITH_KEY) $(PY) manage.py migrate --noinput -v0
+	@$(WITH_KEY) $(PY) manage.py mcp --keep-answers
 
 run: migrate
 	@$(PY) -m memoryhub.preflight $(HOST) $(PORT)

@@ -59,6 +59,13 @@ def main(argv: list[str]) -> int:
         account = stdio.quick_account(argv[2:])
         if account is not None:
             return stdio.serve(account, on_error=lambda error: _shortened(error, argv))
+        if argv[2:] == ["--keep-answers"]:
+            # Quiet, and without loading Django while the kept answers are up to date (make install, make migrate).
+            try:
+                stdio.keep_answers()
+            except Exception as error:  # noqa: BLE001 - only configuration errors are shortened; the rest re-raise
+                return _shortened(error, argv)
+            return 0
     from django.core.management import execute_from_command_line
 
     try:

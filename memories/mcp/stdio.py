@@ -15,9 +15,12 @@ answers), then every message the client sent meanwhile and sends after, and answ
 Should the tools it lists differ from the kept ones the client was given, the client is sent
 `notifications/tools/list_changed`.
 
-Without kept answers (the first start, a new protocol version, a changed fingerprint) every message
-waits for the SDK, as it would without this module. Only the standard library is imported here
-before the thread has loaded the rest.
+Without kept answers (a new protocol version, a changed fingerprint, a data folder never prepared)
+every message waits for the SDK, as it would without this module. So that the first start after an
+install or an upgrade has them too, `manage.py mcp --keep-answers` (which `make install` and `make
+migrate` run) asks the SDK's server for its answers to each protocol version of the initialize
+handshake, with no client, and keeps them (keep_answers); it does nothing when the kept answers are
+up to date. Only the standard library is imported here before the thread has loaded the rest.
 """
 
 import hashlib
@@ -30,7 +33,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
     from memories.mcp.tools import HubMCPServer
@@ -41,6 +44,10 @@ REPLAY_INITIALIZE_ID = "memoryhub-replay-initialize"
 REPLAY_TOOLS_ID = "memoryhub-replay-tools-list"
 # How often the waiting loop looks whether the thread has finished loading, in seconds.
 LOADED_POLL_SECONDS = 0.05
+# keep_answers: how long the SDK's server may take to answer one protocol version with no client.
+KEEP_ANSWERS_SECONDS = 60.0
+# How keep_answers introduces itself in the initialize it asks the SDK's server (the answer does not depend on it).
+KEEP_ANSWERS_CLIENT = {"name": "memoryhub-keep-answers", "version": "1"}
 READ_SIZE = 65536
 # The files whose content shapes the answers to initialize and tools/list.
 FINGERPRINT_FILES = (
@@ -171,6 +178,16 @@ class Wire:
                 data = data[os.write(self.output_fd, data) :]
 
 
+class Client(Protocol):
+    """Where the SDK's server reads the client's lines from and writes its answers to."""
+
+    def read_line(self) -> bytes | None: ...
+
+    def send(self, message: dict[str, Any]) -> None: ...
+
+    def write(self, text: str) -> None: ...
+
+
 @dataclass
 class Session:
     """What the client said before the SDK's server took over."""
@@ -236,7 +253,7 @@ class Handover:
     answers to the server's own replayed requests.
     """
 
-    def __init__(self, wire: Wire, kept: KeptAnswers, session: Session) -> None:
+    def __init__(self, wire: Client, kept: KeptAnswers, session: Session) -> None:
         self.wire, self.kept, self.session = wire, kept, session
         self.replay: list[bytes] = []
         self.asked: dict[Any, str] = {}  # request id -> "initialize" or "tools"
@@ -322,6 +339,73 @@ def load(account: str, loaded: threading.Event, result: Loaded) -> None:
         result.error = error
     finally:
         loaded.set()
+
+
+class NoClient:
+    """The client side of keep_answers: nothing more comes after the replayed start of the session, whose
+    input ends once the SDK's answers for the version are kept (or after KEEP_ANSWERS_SECONDS)."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self.answered = threading.Event()
+
+    def read_line(self) -> bytes | None:
+        self.answered.wait(KEEP_ANSWERS_SECONDS)
+        return None
+
+    def send(self, message: dict[str, Any]) -> None:
+        return None
+
+    def write(self, text: str) -> None:
+        return None
+
+
+class KeepingHandover(Handover):
+    """A Handover that tells its NoClient when the answers it asked for are kept."""
+
+    def __init__(self, client: NoClient, kept: KeptAnswers, session: Session) -> None:
+        super().__init__(client, kept, session)
+        self.client = client
+
+    async def write(self, text: str) -> None:
+        await super().write(text)
+        if self.kept.answers(self.client.version) is not None:
+            self.client.answered.set()
+
+
+def keep_answers() -> bool:
+    """Keep the SDK's answers to initialize and tools/list for every protocol version of the handshake in
+    the data folder, unless answers kept with the same fingerprint are there already (the SDK, the tools'
+    code and the settings have not changed since); whether it asked the SDK. Read without loading Django
+    or the SDK when nothing is to be done."""
+    kept = KeptAnswers.read(data_dir() / KEPT_ANSWERS_FILE, fingerprint())
+    if kept.by_version:
+        return False
+    import anyio
+    import django
+
+    django.setup()
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from memories.mcp.tools import build_server
+
+    def no_account(ctx: object) -> NoReturn:
+        raise LookupError("the answers kept ahead of a start call no tool")
+
+    server = build_server(no_account)
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": REPLAY_INITIALIZE_ID,
+            "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": KEEP_ANSWERS_CLIENT},
+        }
+        initialized = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n"
+        session = Session(initialize=initialize, initialized=initialized)
+        client = NoClient(version)
+        handover = KeepingHandover(client, kept, session)
+        anyio.run(server.run_streams, handover, handover)
+    return True
 
 
 def serve(account: str, *, on_error: Callable[[BaseException], int]) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import ClientSession, stdio_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from memories.mcp.stdio import KEPT_ANSWERS_FILE
 from tests.memories.mcp_hub import stdio_parameters, stdio_session
@@ -164,3 +165,26 @@ def test_kept_answers_that_went_stale_are_replaced_and_the_client_told(database,
         answers["tools"]["tools"][0]["description"] != "An older description."
         for answers in rewritten["versions"].values()
     )
+
+
+def test_answers_kept_ahead_of_the_first_start_are_the_ones_the_sdk_gives(database, tmp_path):
+    """`manage.py mcp --keep-answers` (make install, make migrate) keeps the answers of every handshake version
+    before any start; the first start answers its client with them, and the SDK, once loaded, finds nothing
+    to change."""
+    ahead = _fresh_data_dir(database, tmp_path / "ahead")
+    keep = [sys.executable, "manage.py", "mcp", "--keep-answers"]
+    completed = subprocess.run(keep, cwd=PROJECT, env=ahead, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    kept_path = tmp_path / "ahead" / KEPT_ANSWERS_FILE
+    kept = kept_path.read_text()
+    assert sorted(json.loads(kept)["versions"]) == sorted(HANDSHAKE_PROTOCOL_VERSIONS)
+
+    started, tools, _ = anyio.run(_start, ahead)
+    sdk_started, sdk_tools, _ = anyio.run(_start, _fresh_data_dir(database, tmp_path / "without"))
+
+    assert started.model_dump() == sdk_started.model_dump()
+    assert [tool.model_dump() for tool in tools] == [tool.model_dump() for tool in sdk_tools]
+    assert kept_path.read_text() == kept
+    again = subprocess.run([*keep, "-v", "1"], cwd=PROJECT, env=ahead, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == f"The answers kept in {kept_path} are up to date.\n"
