@@ -56,8 +56,10 @@ COUNT_LIMIT = 1000
 # Typos: a query word of at least this many letters that none of the searched entries holds whole is also
 # sought one edit away (a letter left out, added or changed, or two neighbours swapped).
 TYPO_MIN_LENGTH = 4
-# How many of the user's entries holding a word one edit away are read to learn which of those words they hold.
-TYPO_PROBE_LIMIT = 200
+# How many of the user's entries holding a word one edit away are read at a time to learn which of those words
+# they hold, and at most how many times (each time asking only for the words not seen yet).
+TYPO_PROBE_LIMIT = 50
+TYPO_PROBE_ROUNDS = 8
 FTS_TABLE = "memories_memoryentry_fts"
 SCOPE_TABLE = "memories_searchscope"
 # Both SQLite indexes' rowid is the user's number (SCOPE_TABLE) times this, plus the entry's id.
@@ -466,12 +468,17 @@ def _held_whole_postgres(owner_id: int, uid: str, words: tuple[str, ...]) -> set
 def _texts_holding_sqlite(
     owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
 ) -> list[tuple[str, str]]:
-    """The folded key and value of up to limit of the user's entries holding any of the words whole."""
-    ids, params = _words_ids_sqlite(owner_id, uid, words)
+    """The folded key and value of up to limit of the user's entries holding any of the words whole (read
+    as the words index yields them, so it stops at limit)."""
+    rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
     filter_sql, filter_params = filters.sql()
-    sql = f"SELECT key_folded, value_folded FROM {ENTRY_TABLE} WHERE id IN ({ids}){filter_sql} LIMIT %s"
+    sql = (
+        f"SELECT {ENTRY_TABLE}.key_folded, {ENTRY_TABLE}.value_folded FROM {WORDS_TABLE} "
+        f"JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {_entry_id(WORDS_TABLE)} "
+        f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{filter_sql} LIMIT %s"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *filter_params, limit])
+        cursor.execute(sql, [_terms_match(words), *rows_params, *filter_params, limit])
         return cursor.fetchall()
 
 
@@ -530,8 +537,18 @@ def typo_variants_find(
     if not variants:
         return ()
     fetch = _texts_holding_postgres if postgres else _texts_holding_sqlite
-    texts = fetch(owner_id, uid, filters, tuple(sorted(variants)), TYPO_PROBE_LIMIT)
-    return tuple(sorted(variants & _words_of(text for pair in texts for text in pair)))
+    # Read a few entries holding any variant, note which variants they hold, and ask again for the others
+    # while a read comes back full: a common variant cannot hide a rare one, and no read is long.
+    found: set[str] = set()
+    remaining = set(variants)
+    for _ in range(TYPO_PROBE_ROUNDS):
+        texts = fetch(owner_id, uid, filters, tuple(sorted(remaining)), TYPO_PROBE_LIMIT)
+        held_now = remaining & _words_of(text for pair in texts for text in pair)
+        found |= held_now
+        remaining -= held_now
+        if len(texts) < TYPO_PROBE_LIMIT or not held_now or not remaining:
+            break
+    return tuple(sorted(found))
 
 
 def ranked_candidates(
