@@ -19,6 +19,8 @@ IN_PROCESS_BASE_URL = "http://honcho.test"
 UNAUTHORIZED_BODY = {"detail": "Invalid API key"}
 SERVER_ERROR_BODY = {"detail": "Internal Server Error"}
 RATE_LIMITED_BODY = {"detail": "Rate limit exceeded"}
+# How often the serving loop looks whether it was told to stop: stop() waits for it (at most this long).
+STOP_POLL_SECONDS = 0.02
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,9 @@ class HonchoDouble:
         server = ThreadingHTTPServer((host, port), Handler)
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="honcho-double", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, args=(STOP_POLL_SECONDS,), name="honcho-double", daemon=True
+        )
         self._thread.start()
         bound_host, bound_port = server.server_address[:2]
         if isinstance(bound_host, bytes):

@@ -92,7 +92,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.middleware.RequestSanityMiddleware",
     "memoryhub.middleware.RequestBodyLimitMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memoryhub.middleware.StaticFilesMiddleware",
     "memoryhub.middleware.SecurityHeadersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -22,6 +23,12 @@ from memories.accounts import account_create
 from memories.embeddings import get_provider
 from memories.embeddings.local import LocalProvider
 from memories.embeddings.queries import QueryCachedProvider
+from tests.support import collection
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Test modules (and folders of them) marked as a whole with marks that -m leaves out are not even imported."""
+    return True if collection.ignored(collection_path, config) else None
 
 
 @pytest.fixture(autouse=True)

@@ -203,6 +203,27 @@ def test_the_stylesheet_is_served_by_the_app_with_debug_off(db, settings):
     assert response["Content-Type"].startswith("text/css")
 
 
+def static_file(path: str) -> tuple[int, str, bytes]:
+    """The status, Cache-Control and body of a static file, fetched by a client of its own."""
+    response = Client().get(path)
+    try:
+        body = b"".join(response.streaming_content) if response.status_code == 200 else b""
+        return response.status_code, response.get("Cache-Control", ""), body
+    finally:
+        response.close()
+
+
+def test_each_client_serves_the_static_files_of_the_settings_in_force(db, settings, tmp_path):
+    # Every test client builds its own middleware, which reuses the table of static files built for the same settings.
+    (tmp_path / "extra.txt").write_text("an extra file")
+    assert static_file("/static/memories/hub.css")[:2] == (200, "max-age=60, public")
+    assert static_file("/static/extra.txt")[0] == 404
+    settings.WHITENOISE_MAX_AGE = 7
+    assert static_file("/static/memories/hub.css")[:2] == (200, "max-age=7, public")
+    settings.STATICFILES_DIRS = [tmp_path]
+    assert static_file("/static/extra.txt") == (200, "max-age=7, public", b"an extra file")
+
+
 def test_pages_load_nothing_from_another_host(owner_client, alice_memories):
     for path in ["/", "/users/", "/user/?uid=alice", "/memory/?uid=alice&key=language", "/memory/new/", "/token/"]:
         page = owner_client.get(path).content.decode()

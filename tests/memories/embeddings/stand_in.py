@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 DIMENSION = 26
+# How often the serving loop looks whether it was told to stop: stopping waits for it (at most this long).
+STOP_POLL_SECONDS = 0.02
 
 
 def letters_vector(text: str) -> list[float]:
@@ -92,5 +94,5 @@ def start_stand_in() -> StandIn:
     server.daemon_threads = True
     state.server = server
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(STOP_POLL_SECONDS,), daemon=True).start()
     return state
