@@ -207,7 +207,7 @@ def static_file(path: str) -> tuple[int, str, bytes]:
     """The status, Cache-Control and body of a static file, fetched by a client of its own."""
     response = Client().get(path)
     try:
-        body = b"".join(response.streaming_content) if response.status_code == 200 else b""
+        body = response.getvalue() if response.status_code == 200 else b""
         return response.status_code, response.get("Cache-Control", ""), body
     finally:
         response.close()
