@@ -291,6 +291,7 @@ def run(*, workdir: Path, entries: int, users: int, samples: int, http: bool, pr
     while embeddings_process_pending(owner=owner, uid=uid):
         pass
     progress("context block, in process")
+    load_before = os.getloadavg()
     context_timings = time_context(owner=owner, uid=uid, samples=samples)
     block = selectors.context_block(owner=owner, uid=uid)
     connection.close()
@@ -321,7 +322,10 @@ def run(*, workdir: Path, entries: int, users: int, samples: int, http: bool, pr
         "",
     ]
     worst = max(timing.wall.p50 for timing in context_timings.values())
-    lines.append(f"Load average (1, 5, 15 min) after these: {' '.join(f'{load:.2f}' for load in os.getloadavg())}.")
+    lines.append(
+        f"Load average (1, 5, 15 min) before these timings: {' '.join(f'{load:.2f}' for load in load_before)}; "
+        f"after: {' '.join(f'{load:.2f}' for load in os.getloadavg())}."
+    )
     lines.append("")
     lines.append(
         f"Target context p50 <= {CONTEXT_TARGET_SECONDS * 1000:g} ms: worst p50 "
