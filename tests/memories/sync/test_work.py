@@ -168,7 +168,11 @@ def test_the_worker_embeds_what_was_written_so_it_is_found_by_meaning(owner, set
     assert work_status().waiting["embeddings"] == 0
     provider = get_provider()
     (nearest, _), *_ = semantic_ranked(
-        owner=owner, uid="alice", model=provider.name, query_vector=provider.embed(["food she cannot eat"])[0], limit=2
+        owner=owner,
+        uid="alice",
+        model=provider.name,
+        query_vector=provider.embed(["which nuts must she avoid"])[0],
+        limit=2,
     )
     assert nearest == selectors.entry_get(owner=owner, uid="alice", key="allergy").pk
 
