@@ -8,8 +8,8 @@
     python scripts/compare_embedding_models.py st
 
 Prints load time, the median time to embed one text and a batch of 64, and recall@5 (each question's
-answer among the 5 memories most similar to it), with 2 threads. Run each in its own fresh process so
-load times include the imports.
+answer among the 5 memories most similar to it), with 2 threads (onnx: 1, as the hub runs it, padding
+each batch only to its longest text). Run each in its own fresh process so load times include the imports.
 """
 
 import json
@@ -31,12 +31,12 @@ def load_onnx(path: str) -> Embed:
     from tokenizers import Tokenizer
 
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = THREADS
+    options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(f"{path}/model.onnx", options, providers=["CPUExecutionProvider"])
     tokenizer = Tokenizer.from_file(f"{path}/tokenizer.json")
     tokenizer.enable_truncation(256)
-    tokenizer.enable_padding()
+    tokenizer.enable_padding()  # to the longest text of the batch, whatever the file says
 
     def embed(texts: list[str]) -> np.ndarray:
         encodings = tokenizer.encode_batch(texts)
