@@ -485,29 +485,35 @@ def _texts_holding_sqlite(
 def _texts_holding_postgres(
     owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
 ) -> list[tuple[str, str]]:
-    """As _texts_holding_sqlite. The words are first kept to those some entry of the hub holds (one GIN
-    look-up each, nearly all finding nothing): one tsquery of hundreds of words would be tested against
-    every row the GIN index returns, and took seconds. The words are letters only (word_variants of
-    typo_candidates), so a tsquery of them needs no quoting."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT word FROM unnest(%s::text[]) AS word WHERE EXISTS "
-            f"(SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, word))",
-            [list(words)],
-        )
-        held = [word for (word,) in cursor.fetchall()]
+    """As _texts_holding_sqlite. The words are first kept to those some entry of the hub holds: a word the
+    planner's statistics list as common is; any other is looked up in the GIN index (nearly all find
+    nothing, and a word the statistics do not list is held by few, so no look-up reads many rows). One
+    tsquery of hundreds of words would be tested against every row the GIN index returns, and took
+    seconds. The words are letters only (word_variants of typo_candidates): a tsquery of them needs no
+    quoting."""
+    statistics = _word_statistics_postgres()
+    common = [word for word in words if statistics is not None and statistics.holding(word) is not None]
+    rare = [word for word in words if word not in set(common)]
+    held = list(common)
+    if rare:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT word FROM unnest(%s::text[]) AS word WHERE EXISTS "
+                f"(SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, word))",
+                [rare],
+            )
+            held += [word for (word,) in cursor.fetchall()]
     if not held:
         return []
     filter_sql, filter_params = filters.sql()
-    # The hits are gathered from the GIN index first, then kept to the user's.
+    # The user's hits, from the GIN index and the user's rows together (as the candidates are gathered).
     sql = (
-        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} "
-        f"WHERE {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, %s)) "
-        f"SELECT key_folded, value_folded FROM hits JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = hits.id "
-        f"WHERE owner_id = %s AND uid = %s{filter_sql} LIMIT %s"
+        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
+        f"AND {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, %s) LIMIT %s) "
+        f"SELECT key_folded, value_folded FROM hits JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = hits.id"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [" | ".join(held), owner_id, uid, *filter_params, limit])
+        cursor.execute(sql, [owner_id, uid, *filter_params, " | ".join(held), limit])
         return cursor.fetchall()
 
 

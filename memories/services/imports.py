@@ -16,7 +16,7 @@ from memories.accounts import account_create_locked
 from memories.embeddings.store import embedding_mark_stale
 from memories.folding import fold
 from memories.models import DEFAULT_KIND, HeldWrite, MemoryEntry, MemoryEvent, Privacy, new_honcho_session_id
-from memories.search.lexical import FTS_TABLE, WORDS_TABLE, word_statistics_clear
+from memories.search.lexical import FTS_TABLE, POSTGRES_WORDS_INDEX, WORDS_TABLE, word_statistics_clear
 from memories.selectors import account_policy
 from memories.services.entries import account_default_privacy, privacy_withdraw, sync_outbox_record
 from memories.services.guarding import HeldExpiry, guard_decide, held_write_new
@@ -751,15 +751,19 @@ def search_statistics_refresh() -> None:
 
     PostgreSQL: ANALYZE of the entry table (its size and word statistics weigh the ranking and
     guide the planner; right after a large import they are empty or stale, and a search could take
-    a second). SQLite: PRAGMA optimize, which analyses only what changed enough to need it, and both
-    search indexes merged into one segment each (FTS5 'optimize'): a bulk load leaves many segments,
-    each read by every search (a substring search took five times longer before the merge). The
-    merge rewrites the indexes, a few seconds per 100,000 entries.
+    a second), and the words index's pending list merged into it. SQLite: PRAGMA optimize, which
+    analyses only what changed enough to need it, and both search indexes merged into one segment
+    each (FTS5 'optimize'): a bulk load leaves many segments, each read by every search (a
+    substring search took five times longer before the merge). The merge rewrites the indexes, a
+    few seconds per 100,000 entries.
     """
     connection = transaction.get_connection()
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"ANALYZE {connection.ops.quote_name(MemoryEntry._meta.db_table)}")
+            # The words index's pending list (GIN's fast update) merged in: a bulk load leaves thousands of
+            # rows there, which every look-up of the index reads in full (a typo's look-ups took seconds).
+            cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [POSTGRES_WORDS_INDEX])
             # The word statistics just made weigh the next searches of this process at once.
             word_statistics_clear()
         else:
