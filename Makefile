@@ -70,8 +70,10 @@ lint: $(VENV)/.installed-dev
 # (the client is read from this checkout, whichever copy the environment has installed)
 	PYTHONPATH=clients/python/src $(VENV)/bin/lint-imports
 
+# --create-db: the test database is migrated from empty (the quick loop starts from a copy of one
+# migrated earlier with the same migrations: tests/support/database.py).
 test: lint $(VENV)/.installed-dev $(CHROMIUM)
-	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest
+	SECRET_KEY=test-only-not-secret $(VENV)/bin/pytest --create-db
 
 # The quick loop while working: the suite without its slow, browser and process tests (see pytest.ini).
 # The loop while working: no slow, browser or process tests, property tests at the fast profile's

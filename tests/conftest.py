@@ -24,6 +24,7 @@ from memories.embeddings import get_provider
 from memories.embeddings.local import LocalProvider
 from memories.embeddings.queries import QueryCachedProvider
 from tests.support import collection
+from tests.support import database as test_databases
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -103,15 +104,38 @@ def staff_client(staff: User) -> Client:
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory) -> None:
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix, tmp_path_factory, django_db_createdb: bool
+) -> bool:
     """On SQLite, test in a database file rather than shared memory, so that tests with several
     connections at once (sync workers in threads) lock as the hub does: waiting on the busy timeout,
-    where shared memory fails at once with "database table is locked"."""
+    where shared memory fails at once with "database table is locked".
+
+    The file starts as a copy of the migrated database kept by an earlier run with the same migrations
+    (tests.support.database), unless --create-db asks for a fresh one: True when it does."""
     from django.conf import settings
 
     database = settings.DATABASES["default"]
-    if database["ENGINE"] == "django.db.backends.sqlite3":
-        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
+    if database["ENGINE"] != "django.db.backends.sqlite3":
+        return False
+    test_file = tmp_path_factory.mktemp("database") / "test.sqlite3"
+    database.setdefault("TEST", {})["NAME"] = str(test_file)
+    return not django_db_createdb and test_databases.template_restore(test_file)
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(django_db_keepdb: bool, django_db_modify_db_settings: bool) -> bool:
+    """Keep the copy of the migrated database (Django would delete the file and migrate an empty one)."""
+    return django_db_keepdb or django_db_modify_db_settings
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_modify_db_settings: bool, django_db_blocker) -> None:
+    """The test databases, as pytest-django makes them; a SQLite one just migrated is kept for later runs."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and not django_db_modify_db_settings:
+        test_databases.template_keep(Path(connection.settings_dict["NAME"]))
 
 
 @pytest.fixture(scope="session")
