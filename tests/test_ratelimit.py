@@ -89,6 +89,7 @@ def _hit_redis(ident: str, hits: int, start, results) -> None:
     results.put([counter.hit(ident, WINDOW, NOW).count for _ in range(hits)])
 
 
+@pytest.mark.slow
 def test_redis_loses_no_hit_when_processes_count_at_once(redis_cache):
     counts = _counts_from_processes(_hit_redis, f"token-{uuid.uuid4().hex}")
 

@@ -166,6 +166,7 @@ def _entries_of(set_document: dict[str, Any]) -> dict[str, list[tuple[str, str]]
     return entries
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_substring_finds_a_shared_word_and_misses_a_paraphrase_as_worked_out_by_hand(
     tiny_files: tuple[Path, Path],
@@ -216,6 +217,7 @@ def test_the_table_shows_each_ranking_s_figures_and_what_is_not_available(
     assert "query p50 ms" in table
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_only_the_chosen_part_of_the_set_is_asked(tiny_files: tuple[Path, Path]) -> None:
     document = _json_run(tiny_files, "--set", "test")
@@ -225,6 +227,7 @@ def test_only_the_chosen_part_of_the_set_is_asked(tiny_files: tuple[Path, Path])
     assert substring["scores"]["tune"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_the_throwaway_account_and_its_entries_are_gone_afterwards(tiny_files: tuple[Path, Path], owner: User) -> None:
     _json_run(tiny_files)
@@ -241,6 +244,7 @@ def _tree_snapshot() -> dict[str, float]:
     return snapshot
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_report_writes_markdown_where_asked_and_nothing_into_the_tree_by_default(
     tiny_files: tuple[Path, Path], tmp_path: Path
@@ -257,6 +261,7 @@ def test_report_writes_markdown_where_asked_and_nothing_into_the_tree_by_default
     assert _tree_snapshot() == before
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_rewriting_the_report_keeps_the_hand_written_analysis(tiny_files: tuple[Path, Path], tmp_path: Path) -> None:
     report = tmp_path / "RECALL.md"

@@ -12,6 +12,7 @@ from evaluation.models import EvaluationRun
 from evaluation.services import TOOL_EVALUATE_OPS, evaluation_request, evaluation_run
 
 
+@pytest.mark.slow
 def test_runs_are_listed_newest_first_and_paginated(owner_api, owner):
     older = evaluation_run(backend_names=["null"], ops=1).run
     newer = evaluation_run(backend_names=["local"], ops=1, requested_by=owner).run
@@ -85,6 +86,7 @@ def test_a_staff_accounts_tool_evaluation_is_stored(staff_api, staff):
     assert EvaluationRun.objects.get().requested_by == staff
 
 
+@pytest.mark.slow
 def test_the_admin_shows_runs_but_cannot_change_them(staff):
     run = evaluation_run(backend_names=["local"], ops=1).run
     browser = Client()

@@ -42,6 +42,7 @@ def test_it_prints_a_table_grading_local_a_and_recommending_it(db):
     assert "evaluating null" in err and "evaluated local: A" in err
 
 
+@pytest.mark.slow
 def test_json_is_one_document_in_the_reference_shape_with_the_new_fields(db):
     out, _ = evaluate("--json", "--ops", "2")
     document = json.loads(out)
@@ -58,6 +59,7 @@ def test_json_is_one_document_in_the_reference_shape_with_the_new_fields(db):
     )
 
 
+@pytest.mark.slow
 def test_a_run_is_stored_unless_no_save_is_given(db):
     evaluate("--ops", "1")
     assert EvaluationRun.objects.count() == 1
@@ -106,6 +108,7 @@ def test_honcho_refusing_the_key_is_graded_f_with_the_reason_after_one_call(db, 
     assert len(double.calls) == 1
 
 
+@pytest.mark.slow
 def test_honcho_unreachable_is_graded_f_with_the_reason(db, settings):
     settings.HONCHO_URL = closed_port_url()
     out, _ = evaluate("--backend", "honcho", "--backend", "local")

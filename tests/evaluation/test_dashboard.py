@@ -139,6 +139,7 @@ def test_an_evaluation_that_cannot_run_is_failed_with_its_reason_on_the_page(sta
     assert not run.results.exists()
 
 
+@pytest.mark.slow
 def test_every_account_sees_the_latest_runs_table_and_recommendation(stranger_client, staff):
     run = evaluation_run(backend_names=["null", "local"], ops=2, requested_by=staff).run
     local_score = run.results.get(name="local").score  # the points for speed depend on the machine
@@ -159,6 +160,7 @@ def test_every_account_sees_the_latest_runs_table_and_recommendation(stranger_cl
     )
 
 
+@pytest.mark.slow
 def test_an_unreachable_backend_is_graded_f_with_its_reason_and_has_no_latency_point(owner_client, settings):
     settings.HONCHO_URL = closed_port_url()
     evaluation_run(backend_names=["local", "honcho"], ops=1)

@@ -114,6 +114,7 @@ def test_null_finds_nothing_and_gets_zero(db):
     assert null.recall_at_5 == 0.0
 
 
+@pytest.mark.slow
 def test_the_recall_probe_leaves_no_probe_data_and_no_history(db):
     evaluation_run(backend_names=["local", "null"], ops=2)
     probe = accounts.probe_account()

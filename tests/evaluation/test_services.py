@@ -20,6 +20,7 @@ def in_process_honcho(settings) -> HonchoDouble:
     return HonchoDouble()
 
 
+@pytest.mark.slow
 def test_probe_data_is_gone_afterwards_and_real_entries_are_untouched(owner):
     services.entry_put(owner=owner, uid=PROBE_UID, key="probe-0000", value="a real memory that looks like a probe")
     evaluation_run(backend_names=["local"], ops=3)
@@ -30,6 +31,7 @@ def test_probe_data_is_gone_afterwards_and_real_entries_are_untouched(owner):
     assert probe.is_active is False and not probe.has_usable_password()
 
 
+@pytest.mark.slow
 def test_a_run_leaves_another_runs_probe_data_alone_and_grades_as_if_alone(db):
     from memories.accounts import probe_account
 
