@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0017_entry_user_index_covers_expiry_and_flags'),
+        ("memories", "0017_entry_user_index_covers_expiry_and_flags"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='heldwrite',
-            name='expected_version',
-            field=models.PositiveIntegerField(blank=True, help_text='The version the write named (If-Match; 0: create only): approved only while the memory is at it.', null=True),
+            model_name="heldwrite",
+            name="expected_version",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="The version the write named (If-Match; 0: create only): approved only while the memory is at it.",
+                null=True,
+            ),
         ),
     ]
