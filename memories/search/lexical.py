@@ -8,9 +8,10 @@ The rule that decides which entries match (never anything of another account or 
   or any phrase as a substring (so "vim" finds "neovim"), holds a shorter word as a whole word, or
   holds the whole query as a substring (so every entry today's substring scan finds is still found).
 
-Typos: a query word of TYPO_MIN_LENGTH letters or more that no searched entry holds whole is also
-sought one edit away; the words one edit away that the user's own entries hold whole become terms of
-the query (LexicalQuery.variants), matched and ranked like its words.
+Typos: a query word of TYPO_MIN_LENGTH letters or more that no entry of the user holds whole is also
+sought one edit away; the words one edit away that the user's own entries hold whole (kept in memory:
+memories.search.vocabulary) become terms of the query (LexicalQuery.variants), matched and ranked like
+its words.
 
 The order: the entries that hold a query term as a whole word are the candidates, ranked by bm25 over
 the words index on SQLite (hub-wide word statistics: rarer words weigh more, a word in the key four
@@ -46,6 +47,7 @@ from django.db.models.expressions import RawSQL
 from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
+from memories.search.vocabulary import user_words
 
 # Substrings shorter than this cannot use a trigram index.
 MIN_INDEXED_LENGTH = 3
@@ -53,13 +55,9 @@ MIN_INDEXED_LENGTH = 3
 RANK_CAP = 200
 # Counts are exact up to this many matches; beyond, the count is COUNT_LIMIT + 1 and marked inexact.
 COUNT_LIMIT = 1000
-# Typos: a query word of at least this many letters that none of the searched entries holds whole is also
+# Typos: a query word of at least this many letters that none of the user's entries holds whole is also
 # sought one edit away (a letter left out, added or changed, or two neighbours swapped).
 TYPO_MIN_LENGTH = 4
-# How many of the user's entries holding a word one edit away are read at a time to learn which of those words
-# they hold, and at most how many times (each time asking only for the words not seen yet).
-TYPO_PROBE_LIMIT = 50
-TYPO_PROBE_ROUNDS = 8
 FTS_TABLE = "memories_memoryentry_fts"
 SCOPE_TABLE = "memories_searchscope"
 # Both SQLite indexes' rowid is the user's number (SCOPE_TABLE) times this, plus the entry's id.
@@ -435,126 +433,26 @@ def _words_of(texts: Iterable[str]) -> set[str]:
     return {word for text in texts for word in WORD_PATTERN.findall(text)}
 
 
-def _held_whole_sqlite(owner_id: int, uid: str, words: tuple[str, ...]) -> set[str]:
-    """Which of the words some entry of the user holds whole (one look-up in the words index each)."""
-    parts: list[str] = []
-    params: list[str | int] = []
-    for word in words:
-        rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
-        parts.append(f"SELECT %s FROM (SELECT 1 FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s AND {rows} LIMIT 1)")
-        params += [word, _terms_match((word,)), *rows_params]
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        return {word for (word,) in cursor.fetchall()}
-
-
-def _held_whole_postgres(owner_id: int, uid: str, words: tuple[str, ...]) -> set[str]:
-    # OFFSET 0 keeps each word's hits a subquery of its own, gathered from the GIN index: left to itself the
-    # planner reads the user's rows and computes every tsvector, to find that a misspelt word is in none.
-    parts: list[str] = []
-    params: list[str | int] = []
-    for word in words:
-        parts.append(
-            f"SELECT %s WHERE EXISTS (SELECT 1 FROM (SELECT owner_id, uid FROM {ENTRY_TABLE} "
-            f"WHERE {POSTGRES_WORDS} @@ phraseto_tsquery('simple'::regconfig, %s) OFFSET 0) AS hits "
-            f"WHERE owner_id = %s AND uid = %s)"
-        )
-        params += [word, word, owner_id, uid]
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        return {word for (word,) in cursor.fetchall()}
-
-
-def _texts_holding_sqlite(
-    owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
-) -> list[tuple[str, str]]:
-    """The folded key and value of up to limit of the user's entries holding any of the words whole (read
-    as the words index yields them, so it stops at limit)."""
-    rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
-    filter_sql, filter_params = filters.sql()
-    sql = (
-        f"SELECT {ENTRY_TABLE}.key_folded, {ENTRY_TABLE}.value_folded FROM {WORDS_TABLE} "
-        f"JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {_entry_id(WORDS_TABLE)} "
-        f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{filter_sql} LIMIT %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_terms_match(words), *rows_params, *filter_params, limit])
-        return cursor.fetchall()
-
-
-def _texts_holding_postgres(
-    owner_id: int, uid: str, filters: EntryFilter, words: tuple[str, ...], limit: int
-) -> list[tuple[str, str]]:
-    """As _texts_holding_sqlite. The words are first kept to those some entry of the hub holds: a word the
-    planner's statistics list as common is; any other is looked up in the GIN index (nearly all find
-    nothing, and a word the statistics do not list is held by few, so no look-up reads many rows). One
-    tsquery of hundreds of words would be tested against every row the GIN index returns, and took
-    seconds. The words are letters only (word_variants of typo_candidates): a tsquery of them needs no
-    quoting."""
-    statistics = _word_statistics_postgres()
-    common = [word for word in words if statistics is not None and statistics.holding(word) is not None]
-    rare = [word for word in words if word not in set(common)]
-    held = list(common)
-    if rare:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT word FROM unnest(%s::text[]) AS word WHERE EXISTS "
-                f"(SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, word))",
-                [rare],
-            )
-            held += [word for (word,) in cursor.fetchall()]
-    if not held:
-        return []
-    filter_sql, filter_params = filters.sql()
-    # The user's hits, from the GIN index and the user's rows together (as the candidates are gathered).
-    sql = (
-        f"WITH hits AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
-        f"AND {POSTGRES_WORDS} @@ to_tsquery('simple'::regconfig, %s) LIMIT %s) "
-        f"SELECT key_folded, value_folded FROM hits JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = hits.id"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [owner_id, uid, *filter_params, " | ".join(held), limit])
-        return cursor.fetchall()
-
-
 def typo_variants_find(
-    owner_id: int,
-    uid: str,
-    filters: EntryFilter,
-    query: LexicalQuery,
-    candidate_texts: list[tuple[str, str]],
-    limit: int,
+    query: LexicalQuery, candidate_texts: list[tuple[str, str]], owner_id: int, uid: str
 ) -> tuple[str, ...]:
-    """The words one edit away from the query's typo candidates that none of the searched entries holds whole,
-    which some of the user's entries hold whole: what the query's misspelt words most likely meant.
+    """The words one edit away from the query's typo candidates that no entry of the user holds whole, which
+    some of the user's entries hold whole: what the query's misspelt words most likely meant.
 
-    candidate_texts are the folded key and value of the ranked candidates (at most limit): a word none of
-    them holds is held by no entry, unless the candidates reached the limit (then the index is asked).
+    candidate_texts are the folded key and value of the ranked candidates: a word one of them holds is
+    held, and the user's words (memories.search.vocabulary, kept in memory) are read only when a word is
+    in none of them.
     """
     held = _words_of(text for texts in candidate_texts for text in texts)
-    absent = tuple(word for word in query.typo_candidates if word not in held)
-    postgres = connection.vendor == "postgresql"
-    if absent and len(candidate_texts) >= limit:
-        held_whole = (_held_whole_postgres if postgres else _held_whole_sqlite)(owner_id, uid, absent)
-        absent = tuple(word for word in absent if word not in held_whole)
+    absent = [word for word in query.typo_candidates if word not in held]
+    if not absent:
+        return ()
+    words = user_words(owner_id, uid, _words_of)
+    absent = [word for word in absent if word not in words]
     if not absent:
         return ()
     variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
-    if not variants:
-        return ()
-    fetch = _texts_holding_postgres if postgres else _texts_holding_sqlite
-    # Read a few entries holding any variant, note which variants they hold, and ask again for the others
-    # while a read comes back full: a common variant cannot hide a rare one, and no read is long.
-    found: set[str] = set()
-    remaining = set(variants)
-    for _ in range(TYPO_PROBE_ROUNDS):
-        texts = fetch(owner_id, uid, filters, tuple(sorted(remaining)), TYPO_PROBE_LIMIT)
-        held_now = remaining & _words_of(text for pair in texts for text in pair)
-        found |= held_now
-        remaining -= held_now
-        if len(texts) < TYPO_PROBE_LIMIT or not held_now or not remaining:
-            break
-    return tuple(sorted(found))
+    return tuple(sorted(variants & words))
 
 
 def ranked_candidates(
@@ -566,7 +464,7 @@ def ranked_candidates(
     rows = fetch(owner_id, uid, filters, query, limit, with_text=True)
     if not query.typo_candidates:
         return query, rows
-    variants = typo_variants_find(owner_id, uid, filters, query, [(row[2], row[3]) for row in rows], limit)
+    variants = typo_variants_find(query, [(row[2], row[3]) for row in rows], owner_id, uid)
     if not variants:
         return query, rows
     query = dataclasses.replace(query, variants=variants)
