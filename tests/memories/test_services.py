@@ -181,7 +181,7 @@ def test_a_put_that_meets_a_concurrent_create_of_its_key_applies_on_top_of_it(ow
 
     assert (result.created, result.entry.value, result.entry.version) == (False, "Rust", 2)
     assert MemoryEntry.objects.filter(owner=owner, uid="alice", key="language").count() == 1
-    assert list(MemoryEvent.objects.filter(key="language").values_list("action", "version")) == [
+    assert list(MemoryEvent.objects.filter(key="language").order_by("id").values_list("action", "version")) == [
         ("create", 1),
         ("update", 2),
     ]
