@@ -94,6 +94,8 @@ class MemoryPagination(PageNumberPagination):
 
 # A page's count is exact up to this many matches; beyond, it is this + 1 and count_exact is false.
 PAGE_COUNT_LIMIT = 1000
+# The largest row offset SQLite and PostgreSQL take (a signed 64-bit integer): a page past it has no rows.
+MAX_ROW_OFFSET = 2**63 - 1
 
 
 class BoundedPagination(MemoryPagination):
@@ -123,6 +125,8 @@ class BoundedPagination(MemoryPagination):
         if self.page_number < 1:
             raise exceptions.NotFound("Invalid page.")
         start = (self.page_number - 1) * page_size
+        if start + page_size + 1 > MAX_ROW_OFFSET:
+            raise exceptions.NotFound("Invalid page.")
         if isinstance(queryset, EntryListing):
             # The page and its bounded count in one statement.
             rows, counted = queryset.page(start=start, stop=start + page_size + 1, count_limit=PAGE_COUNT_LIMIT + 1)

@@ -1,5 +1,6 @@
 import pytest
 
+from memories import services
 from memories.models import MemoryEntry, MemoryEvent
 
 BASE = "/api/v1/users"
@@ -104,6 +105,22 @@ def test_a_page_size_above_the_cap_is_held_to_the_cap(owner, owner_api, settings
 def test_an_invalid_page_answers_404_not_500(owner_api):
     assert owner_api.get(f"{BASE}/alice/memories/?page=9").status_code == 404
     assert owner_api.get(f"{BASE}/alice/memories/?page=abc").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",  # the plain list
+        "kind=preference&",
+        "match=substring&q=v&",
+    ],
+)
+@pytest.mark.parametrize("page", ["9223372036854775807", "99999999999999999999"])
+def test_a_page_number_past_any_offset_the_database_reads_answers_404_not_500(owner, owner_api, query, page):
+    services.entry_put(owner=owner, uid="alice", key="language", value="v")
+
+    assert owner_api.get(f"{BASE}/alice/memories/?{query}page={page}").status_code == 404
+    assert owner_api.get(f"{BASE}/alice/memories/language/history?page={page}").status_code == 404
 
 
 @pytest.mark.parametrize("kind", ["pref\n", "pref\r\n", " pref"])
