@@ -402,10 +402,14 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
             check_uid(uid)
             check_key(key)
             events = selectors.entry_history(owner=account, uid=uid, key=key)
+            # A later page is counted first, so a page past the last reads no rows (nor an offset the database refuses).
+            counted = events.count() if page > 1 else None
+            if counted is not None and (page - 1) * page_size >= counted:
+                return None
             changes = [dict(EventSerializer(event).data) for event in events[(page - 1) * page_size : page * page_size]]
             if not changes:
                 return None
-            count = events.count() if len(changes) == page_size or page > 1 else len(changes)
+            count = counted if counted is not None else events.count() if len(changes) == page_size else len(changes)
             next_page = page + 1 if page * page_size < count else None
             return {"uid": uid, "key": key, "count": count, "page": page, "next_page": next_page, "changes": changes}
 

@@ -203,15 +203,18 @@ def test_bad_arguments_are_tool_errors_naming_the_argument_and_what_to_change(hu
                 await session.call_tool("context", {"uid": "dave", "budget": 0}),
                 await session.call_tool("recall", {"uid": "dave"}),
                 await session.call_tool("list", {"uid": "dave", "page": 3}),
+                await session.call_tool("remember", {"uid": "dave", "key": "pages", "value": "x"}),
+                await session.call_tool("history", {"uid": "dave", "key": "pages", "page": 99999999999999999999}),
             ]
 
-    long_key, bad_kind, no_budget, no_query, past_the_end = anyio.run(scenario)
+    long_key, bad_kind, no_budget, no_query, past_the_end, _, history_past_any_offset = anyio.run(scenario)
 
     assert long_key.is_error and "`key`: must be at most 255 characters; got 300" in long_key.content[0].text
     assert bad_kind.is_error and "Change `kind`" in bad_kind.content[0].text
     assert no_budget.is_error and "`budget`: input should be greater than or equal to 1" in no_budget.content[0].text
     assert no_query.is_error and "`query`: it is required" in no_query.content[0].text
     assert past_the_end.is_error and "`page`: must be at most 1" in past_the_end.content[0].text
+    assert history_past_any_offset.is_error and "ask for page 1" in history_past_any_offset.content[0].text
     status, _, _ = call(running.port, "GET", "/api/v1/users/dave/memories/", tokens["owner"])
     assert status == 200
 
