@@ -8,13 +8,16 @@ same database converters, the same state (saved, in this database).
 """
 
 import functools
+import json
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, tzinfo
 from typing import Any
 
 from django.db import connection
 from django.db.models import Field, Model
 from django.db.models.base import ModelState
 from django.db.models.expressions import Col
+from django.utils.dateparse import parse_datetime
 
 from memories.models import MemoryEntry
 
@@ -82,6 +85,64 @@ def entries_from_rows(rows: Iterable[Sequence[Any]]) -> list[MemoryEntry]:
         entry._state = state
         entries.append(entry)
     return entries
+
+
+# What an entry shows (the API's EntrySerializer fields, guard_flags as stored), in that order: a page of
+# entries reads these columns alone and is written from them without building a MemoryEntry per row.
+SHOWN_COLUMNS = (
+    "uid", "key", "value", "kind", "meta", "privacy", "version", "created", "updated", "guard_flags", "expires",
+)  # fmt: skip
+_SHOWN_META = SHOWN_COLUMNS.index("meta")
+_SHOWN_MOMENTS = tuple(SHOWN_COLUMNS.index(name) for name in ("created", "updated", "expires"))
+
+
+def shown_columns(table_alias: str) -> str:
+    """SHOWN_COLUMNS qualified by table_alias, for a SELECT list."""
+    return ", ".join(f"{table_alias}.{quote(name)}" for name in SHOWN_COLUMNS)
+
+
+def _json_value(value: Any) -> Any:  # noqa: ANN401 - whatever the JSON holds
+    # As JSONField.from_db_value (no decoder): text that is not JSON stays as it is.
+    if not isinstance(value, str):
+        return value
+    if value == "{}":
+        return {}
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _aware_moment(value: Any, zone: tzinfo | None) -> datetime | None:  # noqa: ANN401 - a column's raw value
+    """A datetime column's value as the ORM gives it: aware, in zone (the connection's) when stored without one.
+    SQLite stores text: datetime.fromisoformat reads the text the ORM writes, and anything else goes through
+    the ORM's own parser; PostgreSQL's driver gives aware datetimes already."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            value = parse_datetime(value)
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=zone)
+    return value
+
+
+def shown_values(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """Rows whose first columns are SHOWN_COLUMNS' in order (later columns are left out), each value as the ORM
+    would have converted it: meta decoded from JSON, the datetimes aware. tests/memories/test_rows.py compares
+    them with the ORM's entries."""
+    zone = connection.timezone
+    width = len(SHOWN_COLUMNS)
+    shown = []
+    for row in rows:
+        values = list(row[:width])
+        values[_SHOWN_META] = _json_value(values[_SHOWN_META])
+        for index in _SHOWN_MOMENTS:
+            values[index] = _aware_moment(values[index], zone)
+        shown.append(tuple(values))
+    return shown
 
 
 def entry_from_row(row: Sequence[Any]) -> MemoryEntry:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -25,7 +25,7 @@ from django.utils import timezone
 from memories import context, search
 from memories.filters import EntryFilter, filter_with_kind
 from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
-from memories.rows import entries_from_rows, entry_columns, quote
+from memories.rows import quote, shown_columns, shown_values
 
 MATCH_RANKED = "ranked"
 MATCH_SUBSTRING = "substring"
@@ -129,7 +129,7 @@ def _listing_sql(vendor: str, where: str) -> str:
     table = quote(MemoryEntry._meta.db_table)
     identity = f"{table}.{quote('owner_id')} = %s AND {table}.{quote('uid')} = %s{where}"
     return (
-        f"SELECT {entry_columns(table)}, (SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {identity} LIMIT %s) "
+        f"SELECT {shown_columns(table)}, (SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {identity} LIMIT %s) "
         f"AS bounded) FROM {table} WHERE {identity} "
         f"ORDER BY {table}.{quote('updated')} DESC, {table}.{quote('id')} DESC LIMIT %s OFFSET %s"
     )
@@ -143,10 +143,10 @@ class EntryListing:
     uid: str
     filters: EntryFilter
 
-    def page(self, *, start: int, stop: int, count_limit: int) -> tuple[list[MemoryEntry], int]:
-        """The entries from start to stop (exclusive) and how many there are, counted up to count_limit:
-        one statement, of SQL written once per filter shape (the same rows and order as entry_list's).
-        An empty page counts nothing: 0."""
+    def page(self, *, start: int, stop: int, count_limit: int) -> tuple[list[tuple[Any, ...]], int]:
+        """The entries from start to stop (exclusive), each as its values of memories.rows.SHOWN_COLUMNS (what
+        an entry shows), and how many there are, counted up to count_limit: one statement, of SQL written once
+        per filter shape (the same rows and order as entry_list's). An empty page counts nothing: 0."""
         where, where_params = self.filters.sql()
         identity_params = [self.owner_id, self.uid, *where_params]
         with connection.cursor() as cursor:
@@ -155,8 +155,8 @@ class EntryListing:
                 [*identity_params, count_limit, *identity_params, max(stop - start, 0), start],
             )
             rows = cursor.fetchall()
-        # Each row: the entry's columns, then the count.
-        return entries_from_rows(rows), rows[0][-1] if rows else 0
+        # Each row: the entry's shown columns, then the count.
+        return shown_values(rows), rows[0][-1] if rows else 0
 
 
 def entry_listing(*, owner: User, uid: str, filters: EntryFilter | None = None) -> EntryListing:

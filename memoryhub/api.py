@@ -107,7 +107,8 @@ class BoundedPagination(MemoryPagination):
     given when the page after this one has results (one row more is read to know). The rows may be a
     QuerySet or anything sliced and counted like one (memories.search.LexicalMatches or HybridMatches, whose own
     count is bounded); order_at(offset) on them names their order, else it is "newest". A
-    memories.selectors.EntryListing gives each page with its bounded count in one statement.
+    memories.selectors.EntryListing gives each page (its entries as shown values) with its bounded count in one
+    statement.
     """
 
     def paginate_queryset(
@@ -127,8 +128,9 @@ class BoundedPagination(MemoryPagination):
         start = (self.page_number - 1) * page_size
         if start + page_size + 1 > MAX_ROW_OFFSET:
             raise exceptions.NotFound("Invalid page.")
+        rows: list[Any]
         if isinstance(queryset, EntryListing):
-            # The page and its bounded count in one statement.
+            # The page (each entry's shown values) and its bounded count in one statement.
             rows, counted = queryset.page(start=start, stop=start + page_size + 1, count_limit=PAGE_COUNT_LIMIT + 1)
         else:
             rows = list(queryset[start : start + page_size + 1])

@@ -2,7 +2,7 @@
 
 import functools
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, TypeVar
 
@@ -182,6 +182,29 @@ def entry_data(entry: MemoryEntry) -> dict[str, Any]:
     for every row, and this reuses one the same way for every single entry.
     """
     return _entry_representer().to_representation(entry)
+
+
+def entry_page_data(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """A page of entries read as their memories.rows.SHOWN_COLUMNS (selectors.EntryListing), each exactly as
+    EntrySerializer shows it: the dicts written straight from the values, without a serializer's work per
+    field (the fields are EntrySerializer's, in its order: tests/memories/test_rows.py holds the two equal)."""
+    moment = _moment_writer(timezone.get_current_timezone())
+    return [
+        {
+            "uid": uid,
+            "key": key,
+            "value": value,
+            "kind": kind,
+            "meta": meta,
+            "privacy": privacy,
+            "version": version,
+            "created": None if created is None else moment(created),
+            "updated": None if updated is None else moment(updated),
+            "guard_flags": guard_flags.split(",") if guard_flags else [],
+            "expires": None if expires is None else moment(expires),
+        }
+        for uid, key, value, kind, meta, privacy, version, created, updated, guard_flags, expires in rows
+    ]
 
 
 class SearchResultSerializer(EntrySerializer):

@@ -46,6 +46,7 @@ from memories.api.serializers import (
     SyncStatusSerializer,
     UserSummarySerializer,
     entry_data,
+    entry_page_data,
 )
 from memories.backends import hub_status
 from memories.filters import (
@@ -306,8 +307,10 @@ class MemoryViewSet(HubViewSet):
             response = _paginate(self, request, found.entries, SearchResultSerializer)
             response[RANKING_HEADER] = found.ranking
             return response
-        entries = selectors.entry_listing(owner=request_account(request), uid=uid, filters=filters)
-        return _paginate(self, request, entries, EntrySerializer)
+        listing = selectors.entry_listing(owner=request_account(request), uid=uid, filters=filters)
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(listing, request, view=self)
+        return paginator.get_paginated_response(entry_page_data(page))
 
     @extend_schema(
         summary="Store a memory (upsert), the key in the body",
