@@ -14,13 +14,18 @@ words find is still reachable by paging.
 The query is embedded in the request. When the provider fails or is slower than
 MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT, the search answers with the lexical ranking alone and says why
 (`SearchAnswer.ranking`), and skips the provider for PROVIDER_PAUSE_SECONDS, so later searches
-answer at lexical speed instead of each waiting for the timeout.
+answer at lexical speed instead of each waiting for the timeout. The model runs on one of the process's
+QUERY_THREADS threads while the request's own thread ranks by words (the model and the database drivers let
+go of the interpreter as they work): only the model and the cosine run there, as Django's database
+connections belong to the thread that opened them.
 """
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import overload
 
@@ -52,6 +57,8 @@ SEMANTIC_WEIGHT = 1.0
 SEMANTIC_STANDOUT = 5.0
 # After a provider failure, searches answer by words alone for this long without asking it again.
 PROVIDER_PAUSE_SECONDS = 30.0
+# Threads per process that embed queries (and take their cosines) while requests rank by words.
+QUERY_THREADS = 2
 
 
 class Semantic(TextChoices):
@@ -97,24 +104,75 @@ class Nearest:
     spread: float = 0.0
 
 
-def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> Nearest:
-    """The user's entries nearest query_text by meaning; never raises for the provider's failures."""
+_pool_lock = threading.Lock()
+# The process's query threads, and the process they were started in (a forked process starts its own).
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _query_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="query-embed"))
+        return _pool[1]
+
+
+class PendingNearest:
+    """The semantic side of one search, under way: result() waits for it (never raises for the provider's
+    failures)."""
+
+    def __init__(
+        self,
+        *,
+        done: Nearest | None = None,
+        provider: EmbeddingProvider | None = None,
+        future: "Future[vectors.NearestVectors] | None" = None,
+    ) -> None:
+        self._done, self._provider, self._future = done, provider, future
+
+    @property
+    def running(self) -> bool:
+        """Whether the model (or the cosine) is at work on another thread."""
+        return self._done is None
+
+    def result(self) -> Nearest:
+        if self._done is None:
+            assert self._future is not None and self._provider is not None
+            try:
+                found = self._future.result()
+            except EmbeddingError as error:
+                logger.warning("search answered by words alone: %s", error)
+                _pause(self._provider, str(error))
+                self._done = Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=str(error))
+            else:
+                self._done = Nearest(
+                    entries=found.entries, semantic=Semantic.USED, mean=found.mean, spread=found.spread
+                )
+        return self._done
+
+
+def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> PendingNearest:
+    """Start finding the user's entries nearest query_text by meaning: the user's vectors are read (or
+    checked) here, on this thread's connection, then the query is embedded and compared on a query thread."""
     provider = get_provider()
     if provider is None:
-        return Nearest(entries=[], semantic=Semantic.OFF)
+        return PendingNearest(done=Nearest(entries=[], semantic=Semantic.OFF))
     paused = _pause_reason(provider)
     if paused is not None:
-        return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=paused)
-    try:
-        (query_vector,) = provider.embed([query_text], timeout=settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT)
-    except EmbeddingError as error:
-        logger.warning("search answered by words alone: %s", error)
-        _pause(provider, str(error))
-        return Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=str(error))
-    found = vectors.semantic_nearest_vectors(
-        owner=owner, uid=uid, model=provider.name, query_vector=query_vector, limit=limit
-    )
-    return Nearest(entries=found.entries, semantic=Semantic.USED, mean=found.mean, spread=found.spread)
+        return PendingNearest(done=Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=paused))
+    ids, matrix = vectors.user_matrix(owner=owner, uid=uid, model=provider.name)
+    timeout = settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT
+
+    def nearest() -> vectors.NearestVectors:
+        (query_vector,) = provider.embed([query_text], timeout=timeout)
+        return vectors.nearest_in(ids, matrix, query_vector, limit=limit)
+
+    return PendingNearest(provider=provider, future=_query_pool().submit(nearest))
+
+
+def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> Nearest:
+    """The user's entries nearest query_text by meaning; never raises for the provider's failures."""
+    return semantic_start(owner=owner, uid=uid, query_text=query_text, limit=limit).result()
 
 
 def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int, float]:
@@ -331,7 +389,11 @@ def hybrid_search(*, owner: User, lexical: LexicalMatches, query_text: str) -> S
     With embeddings off, or the provider failing, the answer is the lexical matches as they are. With
     no vector near enough, the fused order is the lexical one (each entry with its fused score).
     """
-    nearest = semantic_nearest(owner=owner, uid=lexical.uid, query_text=query_text)
+    pending = semantic_start(owner=owner, uid=lexical.uid, query_text=query_text)
+    if pending.running:
+        # The words' ranking, on this thread and its connection, while the query is embedded on another.
+        lexical.candidates  # noqa: B018
+    nearest = pending.result()
     if nearest.semantic != Semantic.USED:
         return SearchAnswer(entries=lexical, semantic=nearest.semantic, reason=nearest.reason)
     entries = HybridMatches(lexical=lexical, nearest=nearest.entries, mean=nearest.mean, spread=nearest.spread)
