@@ -47,6 +47,7 @@ from django.db.models.expressions import RawSQL
 from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
+from memories.rows import entries_from_rows, entry_columns
 from memories.search.vocabulary import user_words
 
 # Substrings shorter than this cannot use a trigram index.
@@ -433,6 +434,12 @@ def _words_of(texts: Iterable[str]) -> set[str]:
     return {word for text in texts for word in WORD_PATTERN.findall(text)}
 
 
+def _held_whole(word: str, candidate_texts: list[tuple[str, str]]) -> bool:
+    """Whether any of the texts holds word as a whole word (the first that does ends the search: a common word
+    is found in the first text, without splitting every candidate into words)."""
+    return any(word in text and word in WORD_PATTERN.findall(text) for texts in candidate_texts for text in texts)
+
+
 def typo_variants_find(
     query: LexicalQuery, candidate_texts: list[tuple[str, str]], owner_id: int, uid: str
 ) -> tuple[str, ...]:
@@ -443,8 +450,7 @@ def typo_variants_find(
     held, and the user's words (memories.search.vocabulary, kept in memory) are read only when a word is
     in none of them.
     """
-    held = _words_of(text for texts in candidate_texts for text in texts)
-    absent = [word for word in query.typo_candidates if word not in held]
+    absent = [word for word in query.typo_candidates if not _held_whole(word, candidate_texts)]
     if not absent:
         return ()
     words = user_words(owner_id, uid, _words_of)
@@ -544,14 +550,46 @@ def matches(
     return entries.filter(match_filter(owner_id=owner_id, uid=uid, query=query))
 
 
-def _count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
-    ids, params = _match_ids_sqlite(owner_id, uid, query)
+def _limited_ids_sqlite(
+    table: str, match: str, owner_id: int, uid: str, filters: EntryFilter, limit: int
+) -> tuple[str, list[str | int]]:
+    """SQL selecting the ids of at most limit of the user's entries that the filter lets through and a search
+    index's MATCH finds, and its parameters. Each index row is joined to its entry by id as it is read, so
+    the read stops at the limit (an IN over the index's ids would read every match first)."""
+    rows, params = _user_rows(table, owner_id, uid)
     filter_sql, filter_params = filters.sql()
-    if filter_sql:
-        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({ids}){filter_sql} LIMIT %s)"
-        params = [*params, *filter_params, limit]
+    sql = (
+        f"SELECT {ENTRY_TABLE}.id AS id FROM {table} JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = {_entry_id(table)} "
+        f"WHERE {table} MATCH %s AND {rows}{filter_sql} LIMIT %s"
+    )
+    return sql, [match, *params, *filter_params, limit]
+
+
+def _count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
+    """How many of the user's entries match the query (and pass the filter), up to limit: at most limit from
+    each index (substrings from the trigram one, short words and typos' variants from the words one), and
+    their union, so more than limit in either is more than limit in all."""
+    parts: list[str] = []
+    params: list[str | int] = []
+    if query.substrings:
+        match = " OR ".join(_fts_string(text) for text in query.substrings)
+        sql, part_params = _limited_ids_sqlite(FTS_TABLE, match, owner_id, uid, filters, limit)
+        parts.append(sql)
+        params += part_params
+    if query.whole_words:
+        sql, part_params = _limited_ids_sqlite(
+            WORDS_TABLE, _terms_match(query.whole_words), owner_id, uid, filters, limit
+        )
+        parts.append(sql)
+        params += part_params
+    if not parts:
+        return 0
+    if len(parts) == 1:
+        sql = f"SELECT count(*) FROM ({parts[0]})"
     else:
-        sql, params = f"SELECT count(*) FROM ({ids} LIMIT %s)", [*params, limit]
+        union = " UNION ".join(f"SELECT id FROM ({part})" for part in parts)
+        sql = f"SELECT count(*) FROM ({union} LIMIT %s)"
+        params.append(limit)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()[0]
@@ -588,17 +626,19 @@ def _tail_sqlite(
 
 def _word_count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
     """How many of the user's entries hold a query word whole (and pass the filter), up to limit."""
-    words, params = _words_ids_sqlite(owner_id, uid, query.ranking_terms)
-    filter_sql, filter_params = filters.sql()
-    if filter_sql:
-        sql = f"SELECT count(*) FROM (SELECT id FROM {ENTRY_TABLE} WHERE id IN ({words}){filter_sql} LIMIT %s)"
-        params += [*filter_params, limit]
-    else:
-        sql = f"SELECT count(*) FROM ({words} LIMIT %s)"
-        params.append(limit)
+    sql, params = _limited_ids_sqlite(WORDS_TABLE, _terms_match(query.ranking_terms), owner_id, uid, filters, limit)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(f"SELECT count(*) FROM ({sql})", params)
         return cursor.fetchone()[0]
+
+
+def entries_by_id_read(ids: list[int]) -> dict[int, MemoryEntry]:
+    """The entries of these ids (ranked candidates: the user's own), by id, in one statement of fixed SQL built
+    as the ORM builds its entries (memories.rows), without compiling a QuerySet."""
+    sql = f"SELECT {entry_columns(ENTRY_TABLE)} FROM {ENTRY_TABLE} WHERE id IN ({', '.join(['%s'] * len(ids))})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ids)
+        return {entry.pk: entry for entry in entries_from_rows(cursor.fetchall())}
 
 
 def slice_bounds(index: slice, holder: str) -> tuple[int, int]:
@@ -738,7 +778,7 @@ class LexicalMatches:
             return one[0]
         start, stop = slice_bounds(index, "LexicalMatches")
         head = self.candidates[start:stop]
-        entries_by_id = MemoryEntry.objects.in_bulk([candidate.entry_id for candidate in head]) if head else {}
+        entries_by_id = entries_by_id_read([candidate.entry_id for candidate in head]) if head else {}
         found: list[MemoryEntry] = []
         for candidate in head:
             entry = entries_by_id.get(candidate.entry_id)

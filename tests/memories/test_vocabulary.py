@@ -1,8 +1,10 @@
 """The words a user's entries hold, kept per process for typos: they follow every write, for that user alone."""
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from memories import selectors, services
@@ -66,3 +68,24 @@ def test_one_users_words_are_never_anothers(owner, stranger):
     assert "peppermint" not in _words(owner) and "espresso" not in _words(owner)
     assert _words(owner, "bob") == {"drink", "peppermint", "tea"}
     assert _words(stranger) == {"drink", "espresso"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_word_another_connection_writes_is_seen_at_once(owner):
+    # Words kept while the database is unchanged are reused; a write by another connection (another
+    # thread, as another request of the same server would be) changes the database, so it is seen.
+    services.entry_put(owner=owner, uid="alice", key="drink", value="green tea")
+    assert _found(owner, "cofee") == []
+    assert _found(owner, "cofee") == []
+
+    def write() -> None:
+        try:
+            services.entry_put(owner=owner, uid="alice", key="breakfast", value="coffee and toast")
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join()
+    assert "coffee" in _words(owner)
+    assert _found(owner, "cofee") == ["breakfast"]
