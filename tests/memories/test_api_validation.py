@@ -136,3 +136,15 @@ def test_an_unknown_api_path_answers_404_in_json(owner_api):
 
     assert response.status_code == 404
     assert response.json() == {"detail": "Not found."}
+
+
+def test_each_body_is_validated_on_its_own_whatever_came_before(owner_api):
+    # The write serializers' fields are copied for each request: one body's errors never reach the next.
+    bad = owner_api.put(f"{BASE}/alice/memories/language", {"value": 42, "kind": "no spaces"}, format="json")
+    good = owner_api.put(f"{BASE}/alice/memories/language", {"value": "Python", "kind": "fact"}, format="json")
+    bad_again = owner_api.put(f"{BASE}/alice/memories/language", {"value": "ok", "meta": [1]}, format="json")
+
+    assert bad.status_code == 400 and set(bad.json()) == {"value", "kind"}
+    assert good.status_code == 201 and (good.json()["value"], good.json()["kind"]) == ("Python", "fact")
+    assert bad_again.status_code == 400 and list(bad_again.json()) == ["meta"]
+    assert MemoryEntry.objects.get().value == "Python"
