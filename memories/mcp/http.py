@@ -214,6 +214,15 @@ class MCPApplication:
                 extra.append((b"retry-after", str(admission.retry_after).encode()))
             await _answer(send, admission.status, admission.detail, extra)
             return
+        if scope["method"] == "GET":
+            # A stateless server sends nothing unasked: a GET's event stream would stay open and empty for ever.
+            await _answer(
+                send,
+                405,
+                "/mcp takes POST only: this server is stateless and opens no event stream.",
+                [(b"allow", b"POST")],
+            )
+            return
         if self._task is None:
             # Served without the ASGI lifespan protocol: start the transport's task group on first use.
             await self.start()

@@ -230,6 +230,21 @@ def test_no_token_or_an_unknown_one_is_a_401(hub):
     assert unknown[0] == 401
 
 
+def test_a_get_is_answered_405_at_once_as_a_stateless_server_opens_no_stream(hub):
+    running, tokens = hub
+    connection = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
+    try:
+        connection.request("GET", "/mcp", headers={"Accept": "text/event-stream", **_bearer(tokens["owner"])})
+        response = connection.getresponse()
+        status, allow, body = response.status, response.getheader("Allow"), response.read()
+    finally:
+        connection.close()
+
+    assert status == 405
+    assert allow == "POST"
+    assert "POST" in json.loads(body)["detail"]
+
+
 def test_a_browser_origin_other_than_the_hubs_own_is_refused(hub):
     running, tokens = hub
 
