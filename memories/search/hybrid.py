@@ -4,7 +4,8 @@ Reciprocal rank fusion: an entry's score is the sum, over the rankings that foun
 weight / (RRF_K + its rank there), so an entry both rankings place high comes first, and one only
 the meaning finds (no shared word) still gets in. The lexical side is the lexical search's first
 LEXICAL_FUSED ranked candidates (memories.search.lexical); the semantic side is the user's
-SEMANTIC_CANDIDATES nearest vectors above vectors.MIN_SIMILARITY. The constants are tuned on the
+SEMANTIC_CANDIDATES nearest vectors above vectors.MIN_SIMILARITY (cosines about the user's centre,
+memories.search.vectors). The constants are tuned on the
 recall set's tune split only (docs/RECALL.md says how).
 
 The fused entries come first, best first; the lexical search's other ranked candidates follow in
@@ -160,12 +161,12 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
     paused = _pause_reason(provider)
     if paused is not None:
         return PendingNearest(done=Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=paused))
-    ids, matrix = vectors.user_matrix(owner=owner, uid=uid, model=provider.name)
+    ids, matrix, centre = vectors.user_matrix(owner=owner, uid=uid, model=provider.name)
     timeout = settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT
 
     def nearest() -> vectors.NearestVectors:
         (query_vector,) = provider.embed([query_text], timeout=timeout)
-        return vectors.nearest_in(ids, matrix, query_vector, limit=limit)
+        return vectors.nearest_in(ids, matrix, centre, query_vector, limit=limit)
 
     return PendingNearest(provider=provider, future=_query_pool().submit(nearest))
 

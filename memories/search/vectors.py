@@ -13,6 +13,13 @@ both hold still the aggregate's answer does too, and the check is that one pragm
 
 The search is in two steps, so the query can be embedded meanwhile: `user_matrix` reads (or checks) the
 vectors on the request's thread and connection; `nearest_in` is numpy alone, on any thread.
+
+Similarities are taken about the user's own centre: the mean of the user's vectors is taken away from
+each entry's vector and from the query's (each scaled to length 1 again) before the cosine. Entries
+written alike (a user's thousands of notes, tasks and bookings) share a direction that makes each of
+them look a little like any query and crowds the nearest; about their centre they are told apart by
+what each says. The mean is weighed by n / (n + CENTRE_PRIOR) for a user of n vectors, so a user with
+few entries keeps nearly plain cosines (with one entry, centring fully would leave nothing to compare).
 """
 
 import sqlite3
@@ -28,14 +35,17 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
+from memories.embeddings.base import normalized
 from memories.embeddings.store import user_vectors
 from memories.models import EntryEmbedding
 
 # The vectors a process keeps, in bytes, over all users (10,000 entries of 256 dimensions: 10 MB).
 CACHE_MAX_BYTES = 64 * 1024 * 1024
-# Cosine similarity under which a vector is not a semantic match at all (tuned on the recall set's
-# tune split; see docs/RECALL.md).
-MIN_SIMILARITY = 0.25
+# Cosine similarity about the user's centre under which a vector is not a semantic match at all (tuned
+# on the recall set's tune split; see docs/RECALL.md).
+MIN_SIMILARITY = 0.15
+# The user's mean vector is taken away weighed by n / (n + CENTRE_PRIOR) for n vectors.
+CENTRE_PRIOR = 20
 
 
 # The cache's check: read from the (owner, uid, model, embedded_at) index alone. Rows of a model
@@ -49,7 +59,17 @@ STAMP_SQL = f"SELECT count(*), max(embedded_at) FROM {_TABLE} WHERE owner_id = %
 class _Cached:
     stamp: tuple
     ids: np.ndarray
+    # The user's vectors about their centre (each of length 1), and that centre.
     matrix: np.ndarray
+    centre: np.ndarray
+
+
+def centred(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows taken about their weighed mean (CENTRE_PRIOR) and scaled to length 1, and that mean."""
+    if not len(matrix):
+        return matrix, np.zeros(matrix.shape[1], dtype=np.float32)
+    centre = (matrix.mean(axis=0) * (len(matrix) / (len(matrix) + CENTRE_PRIOR))).astype(np.float32)
+    return normalized(matrix - centre), centre
 
 
 _cache: OrderedDict[tuple, _Cached] = OrderedDict()
@@ -108,22 +128,24 @@ def _stamp(*, owner: User, uid: str, model: str) -> tuple:
     return stamp
 
 
-def user_matrix(*, owner: User, uid: str, model: str) -> tuple[np.ndarray, np.ndarray]:
-    """The user's vectors of `model`: (entry ids, one row per entry), from the cache while they hold still."""
+def user_matrix(*, owner: User, uid: str, model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The user's vectors of `model`: (entry ids, one row per entry about the user's centre, that centre;
+    see centred), from the cache while they hold still."""
     stamp = _stamp(owner=owner, uid=uid, model=model)
     key = (owner.pk, uid, model)
     with _lock:
         cached = _cache.get(key)
         if cached is not None and cached.stamp == stamp:
             _cache.move_to_end(key)
-            return cached.ids, cached.matrix
+            return cached.ids, cached.matrix, cached.centre
     ids, matrix = user_vectors(owner=owner, uid=uid, model=model)
+    matrix, centre = centred(matrix)
     with _lock:
-        _cache[key] = _Cached(stamp, ids, matrix)
+        _cache[key] = _Cached(stamp, ids, matrix, centre)
         _cache.move_to_end(key)
         while len(_cache) > 1 and sum(cached.matrix.nbytes for cached in _cache.values()) > CACHE_MAX_BYTES:
             _cache.popitem(last=False)
-    return ids, matrix
+    return ids, matrix, centre
 
 
 def vectors_cache_clear() -> None:
@@ -150,17 +172,20 @@ class NearestVectors:
 def nearest_in(
     ids: np.ndarray,
     matrix: np.ndarray,
+    centre: np.ndarray,
     query_vector: np.ndarray,
     *,
     limit: int,
     min_similarity: float = MIN_SIMILARITY,
 ) -> NearestVectors:
-    """The `limit` rows of matrix nearest query_vector above min_similarity, with the spread of all the
-    similarities: numpy alone (no database), so it may run on any thread."""
+    """The `limit` rows of matrix (about centre, as user_matrix gives them) nearest query_vector above
+    min_similarity, with the spread of all the similarities: numpy alone (no database), so it may run on
+    any thread."""
     if not len(ids) or matrix.shape[1] != len(query_vector):
         return NearestVectors(entries=[])
+    (query,) = normalized(query_vector.astype(np.float32)[None, :] - centre)
     # einsum, not BLAS: on a busy machine BLAS's threads cost 20 times the product itself.
-    scores = np.einsum("ij,j->i", matrix, query_vector.astype(np.float32))
+    scores = np.einsum("ij,j->i", matrix, query)
     top = np.argpartition(-scores, limit)[:limit] if limit < len(scores) else np.arange(len(scores))
     top = top[np.argsort(-scores[top], kind="stable")]
     entries = [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
@@ -176,9 +201,10 @@ def semantic_nearest_vectors(
     limit: int,
     min_similarity: float = MIN_SIMILARITY,
 ) -> NearestVectors:
-    """The user's `limit` nearest entries above min_similarity, with the spread of all the user's similarities."""
-    ids, matrix = user_matrix(owner=owner, uid=uid, model=model)
-    return nearest_in(ids, matrix, query_vector, limit=limit, min_similarity=min_similarity)
+    """The user's `limit` nearest entries above min_similarity (cosines about the user's centre), with the
+    spread of all the user's similarities."""
+    ids, matrix, centre = user_matrix(owner=owner, uid=uid, model=model)
+    return nearest_in(ids, matrix, centre, query_vector, limit=limit, min_similarity=min_similarity)
 
 
 def semantic_ranked(
