@@ -48,7 +48,7 @@ from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
 from memories.rows import entries_from_rows, entry_columns
-from memories.search.vocabulary import user_words
+from memories.search.vocabulary import user_words, user_words_unchanged
 
 # Substrings shorter than this cannot use a trigram index.
 MIN_INDEXED_LENGTH = 3
@@ -120,9 +120,13 @@ class LexicalQuery:
 
     @property
     def substrings(self) -> tuple[str, ...]:
-        """What an entry may hold as a substring to match: long words, phrases, the whole query."""
-        found = [text for text in (*self.words, *self.phrases, self.whole) if len(text) >= MIN_INDEXED_LENGTH]
-        return tuple(dict.fromkeys(found))
+        """What an entry may hold as a substring to match: long words, phrases, the whole query. The whole
+        query is left out when a word or phrase it holds is there: every entry holding the whole query holds
+        that word too, and the index's search for a long query (many trigrams) costs the most."""
+        parts = [text for text in (*self.words, *self.phrases) if len(text) >= MIN_INDEXED_LENGTH]
+        if len(self.whole) >= MIN_INDEXED_LENGTH and not any(part in self.whole for part in parts):
+            parts.append(self.whole)
+        return tuple(dict.fromkeys(parts))
 
     @property
     def short_words(self) -> tuple[str, ...]:
@@ -461,12 +465,34 @@ def typo_variants_find(
     return tuple(sorted(variants & words))
 
 
+def _variants_held(query: LexicalQuery, words: frozenset[str] | set[str]) -> tuple[str, ...]:
+    """The words one edit away from the query's typo candidates that are not among the user's words, which
+    the user's words hold."""
+    absent = [word for word in query.typo_candidates if word not in words]
+    if not absent:
+        return ()
+    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
+    return tuple(sorted(variants & words))
+
+
 def ranked_candidates(
     owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int
 ) -> tuple[LexicalQuery, list[tuple[int, float, str, str]]]:
     """The query with its typos' variants (typo_variants_find), and its ranked candidates (id, score,
-    key_folded, value_folded), best first: one query when every word is found, three or four when one is not."""
+    key_folded, value_folded), best first: one query when every word is found, three or four when one is not.
+
+    When the user's words are kept and the database is unchanged since (memories.search.vocabulary), the
+    variants are found first, from those words alone, and the candidates read once: a word a candidate
+    holds is one of the user's words, so the variants are the same as typo_variants_find's.
+    """
     fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
+    if query.typo_candidates:
+        kept = user_words_unchanged(owner_id, uid)
+        if kept is not None:
+            variants = _variants_held(query, kept)
+            if variants:
+                query = dataclasses.replace(query, variants=variants)
+            return query, fetch(owner_id, uid, filters, query, limit, with_text=True)
     rows = fetch(owner_id, uid, filters, query, limit, with_text=True)
     if not query.typo_candidates:
         return query, rows

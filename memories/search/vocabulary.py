@@ -117,6 +117,20 @@ def user_words(owner_id: int, uid: str, words_of: WordsOf) -> frozenset[str] | s
     return _keep(key, _Words(count, latest, words, mark))
 
 
+def user_words_unchanged(owner_id: int, uid: str) -> frozenset[str] | set[str] | None:
+    """The user's words when they are kept and the database has not changed since they were last checked
+    (SQLite); otherwise None (ask user_words). Reads no table."""
+    mark = _database_mark()
+    if mark is None:
+        return None
+    with _lock:
+        kept = _kept.get((owner_id, uid))
+        if kept is None or not _same_mark(kept.mark, mark):
+            return None
+        _kept.move_to_end((owner_id, uid))
+        return kept.words
+
+
 def _keep(key: tuple[int, str], kept: _Words) -> set[str]:
     with _lock:
         _kept[key] = kept

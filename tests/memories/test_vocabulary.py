@@ -89,3 +89,6 @@ def test_a_word_another_connection_writes_is_seen_at_once(owner):
     writer.join()
     assert "coffee" in _words(owner)
     assert _found(owner, "cofee") == ["breakfast"]
+    # nothing written since: the kept words answer, and the typo is found the same way
+    assert _found(owner, "cofee") == ["breakfast"]
+    assert _found(owner, "coffee breakfst") == ["breakfast"]
