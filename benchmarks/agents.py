@@ -74,8 +74,9 @@ def seed(*, owner: User, users: int, entries: int) -> None:
 
 @dataclass
 class ContextTiming:
-    """One operation's wall time per call, and the CPU time of the calling thread per call: the CPU time
-    grows much less with the machine's load, so it tells better what a call costs an idle machine."""
+    """One operation's wall time per call, and the CPU time of the process per call (the calling thread's and
+    that of the thread embedding its query, memories.search.hybrid): the CPU time grows much less with the
+    machine's load, so it tells better what a call costs an idle machine."""
 
     wall: workload.Timing
     cpu: workload.Timing
@@ -84,9 +85,9 @@ class ContextTiming:
 def time_calls_with_cpu(call: Callable[[int], object], count: int) -> ContextTiming:
     timing = ContextTiming(workload.Timing(), workload.Timing())
     for number in range(count):
-        started, cpu_started = time.perf_counter(), time.thread_time()
+        started, cpu_started = time.perf_counter(), time.process_time()
         call(number)
-        timing.cpu.samples.append(time.thread_time() - cpu_started)
+        timing.cpu.samples.append(time.process_time() - cpu_started)
         timing.wall.samples.append(time.perf_counter() - started)
     return timing
 

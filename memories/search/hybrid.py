@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import overload
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import QuerySet, TextChoices
@@ -118,6 +119,26 @@ def _query_pool() -> ThreadPoolExecutor:
         return _pool[1]
 
 
+class _Handover:
+    """The user's vectors, read on the request's thread, handed to the query thread that compares them."""
+
+    def __init__(self) -> None:
+        # (entry ids, their vectors about the user's centre, that centre), as vectors.user_matrix gives them
+        self._vectors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._ready = threading.Event()
+
+    def give(self, user_vectors: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        self._vectors = user_vectors
+
+    def close(self) -> None:
+        """Let the query thread go on: with the vectors given, or without them (their read failed)."""
+        self._ready.set()
+
+    def taken(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        self._ready.wait()
+        return self._vectors
+
+
 class PendingNearest:
     """The semantic side of one search, under way: result() waits for it (never raises for the provider's
     failures)."""
@@ -127,7 +148,7 @@ class PendingNearest:
         *,
         done: Nearest | None = None,
         provider: EmbeddingProvider | None = None,
-        future: "Future[vectors.NearestVectors] | None" = None,
+        future: "Future[vectors.NearestVectors | None] | None" = None,
     ) -> None:
         self._done, self._provider, self._future = done, provider, future
 
@@ -141,6 +162,7 @@ class PendingNearest:
             assert self._future is not None and self._provider is not None
             try:
                 found = self._future.result()
+                assert found is not None  # (None only when the vectors' read failed, and this search with it)
             except EmbeddingError as error:
                 logger.warning("search answered by words alone: %s", error)
                 _pause(self._provider, str(error))
@@ -153,22 +175,34 @@ class PendingNearest:
 
 
 def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> PendingNearest:
-    """Start finding the user's entries nearest query_text by meaning: the user's vectors are read (or
-    checked) here, on this thread's connection, then the query is embedded and compared on a query thread."""
+    """Start finding the user's entries nearest query_text by meaning: the query is embedded on a query
+    thread while the user's vectors are read (or checked) here, on this thread's connection; the cosine
+    follows on the query thread."""
     provider = get_provider()
     if provider is None:
         return PendingNearest(done=Nearest(entries=[], semantic=Semantic.OFF))
     paused = _pause_reason(provider)
     if paused is not None:
         return PendingNearest(done=Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=paused))
-    ids, matrix, centre = vectors.user_matrix(owner=owner, uid=uid, model=provider.name)
     timeout = settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT
+    # The model starts at once; the user's vectors are read meanwhile (PostgreSQL's stamp of them is a
+    # statement of a few milliseconds at 10,000 entries), then handed over for the cosine.
+    user_vectors = _Handover()
 
-    def nearest() -> vectors.NearestVectors:
+    def nearest() -> vectors.NearestVectors | None:
         (query_vector,) = provider.embed([query_text], timeout=timeout)
+        held = user_vectors.taken()
+        if held is None:
+            return None  # the read failed: the search that asked has raised already
+        ids, matrix, centre = held
         return vectors.nearest_in(ids, matrix, centre, query_vector, limit=limit)
 
-    return PendingNearest(provider=provider, future=_query_pool().submit(nearest))
+    future = _query_pool().submit(nearest)
+    try:
+        user_vectors.give(vectors.user_matrix(owner=owner, uid=uid, model=provider.name))
+    finally:
+        user_vectors.close()
+    return PendingNearest(provider=provider, future=future)
 
 
 def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> Nearest:
