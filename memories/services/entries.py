@@ -489,10 +489,11 @@ def _put_locked(
         )
         if not _insert(entry):
             # A concurrent writer created the same entry between our read and our insert
-            # (possible on PostgreSQL): apply this write on top of theirs.
+            # (possible on PostgreSQL): apply this write on top of theirs, unless it was to create only.
             entry = _locked_entry(owner=owner, uid=uid, key=key)
             if entry is None:
                 raise IntegrityError(f"{uid}/{key} was created and removed by concurrent writes; nothing was written")
+            _check_expected(entry, expected_version)
         else:
             row_insert(_event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None))
             sync_outbox_record(owner=owner, entries=[entry])

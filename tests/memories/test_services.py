@@ -185,3 +185,25 @@ def test_a_put_that_meets_a_concurrent_create_of_its_key_applies_on_top_of_it(ow
         ("create", 1),
         ("update", 2),
     ]
+
+
+def test_a_create_only_put_that_meets_a_concurrent_create_of_its_key_is_refused(owner, monkeypatch):
+    services.entry_put(owner=owner, uid="alice", key="language", value="Python")
+    real_read = entries._locked_entry_and_last_version
+    reads = []
+
+    def read_before_the_other_writer(**kwargs):
+        # The first read misses the entry, as it does when another writer creates it just after (PostgreSQL).
+        reads.append(kwargs["key"])
+        return (None, 0) if len(reads) == 1 else real_read(**kwargs)
+
+    monkeypatch.setattr(entries, "_locked_entry_and_last_version", read_before_the_other_writer)
+    with pytest.raises(services.VersionConflict) as conflict:
+        services.entry_put(
+            owner=owner, uid="alice", key="language", value="Rust", expected_version=services.ABSENT_VERSION
+        )
+
+    assert conflict.value.current == 1
+    entry = selectors.entry_get(owner=owner, uid="alice", key="language")
+    assert (entry.value, entry.version) == ("Python", 1)
+    assert list(MemoryEvent.objects.filter(key="language").values_list("action", flat=True)) == ["create"]
