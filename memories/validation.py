@@ -16,6 +16,8 @@ from memories.models import KEY_MAX_LENGTH, KIND_MAX_LENGTH, UID_MAX_LENGTH, Pri
 
 KIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 META_MAX_DEPTH = 20
+# The largest row offset SQLite and PostgreSQL take (a signed 64-bit integer): a page past it has no rows.
+MAX_ROW_OFFSET = 2**63 - 1
 
 
 class InvalidField(ValueError):

@@ -35,7 +35,7 @@ from memories.backends import hub_status
 from memories.forms import EntryChangeForm, EntryCreateForm, format_expires, format_meta, same_lines
 from memories.guard import guard_hides_characters, guard_reasons
 from memories.models import HeldWrite, MemoryEntry, MemoryEvent
-from memories.validation import InvalidField
+from memories.validation import MAX_ROW_OFFSET, InvalidField
 
 # The sort orders a user's memories table offers; each ends on a unique column so pages are stable.
 ENTRY_SORTS = {
@@ -105,6 +105,8 @@ class BoundedPage:
             self.number = max(1, int(request.GET.get("page", 1)))
         except ValueError:
             self.number = 1
+        # A page past any offset the database takes has no rows: read the last such page, which is empty.
+        self.number = min(self.number, (MAX_ROW_OFFSET - size - 1) // size)
         self.start = (self.number - 1) * size
         found = list(rows[self.start : self.start + size + 1])
         self._has_next = len(found) > size

@@ -24,7 +24,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from memories.search import HybridMatches, LexicalMatches, RankedMatches
 from memories.selectors import EntryListing
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
-from memories.validation import InvalidField
+from memories.validation import MAX_ROW_OFFSET, InvalidField
 from memoryhub.ratelimit import parse_rate, rate_window
 
 if TYPE_CHECKING:
@@ -94,8 +94,6 @@ class MemoryPagination(PageNumberPagination):
 
 # A page's count is exact up to this many matches; beyond, it is this + 1 and count_exact is false.
 PAGE_COUNT_LIMIT = 1000
-# The largest row offset SQLite and PostgreSQL take (a signed 64-bit integer): a page past it has no rows.
-MAX_ROW_OFFSET = 2**63 - 1
 
 
 class BoundedPagination(MemoryPagination):

@@ -89,6 +89,14 @@ def test_a_users_memories_come_in_pages(owner_client, owner, settings):
     assert 'href="?uid=alice&amp;sort=key&amp;page=2"' in last
 
 
+@pytest.mark.parametrize("query", ["", "&kind=fact", "&q=python"])
+def test_a_page_number_past_any_offset_the_database_reads_shows_an_empty_page(owner_client, alice_memories, query):
+    response = owner_client.get(f"/user/?uid=alice{query}&page=99999999999999999999")
+
+    assert response.status_code == 200
+    assert "prefers Python" not in response.content.decode()
+
+
 def test_the_entry_page_shows_the_value_pretty_meta_and_history(owner_client, owner, alice_memories):
     services.entry_put(owner=owner, uid="alice", key="editor", value="uses emacs")
     page = owner_client.get("/memory/?uid=alice&key=editor").content.decode()
