@@ -74,6 +74,8 @@ DOCUMENT_FREQUENCY_LIMIT = 10_000
 WORD_STATISTICS_SECONDS = 60.0
 # The GIN index over POSTGRES_WORDS (migration 0007), whose statistics say how common each word is.
 POSTGRES_WORDS_INDEX = "memory_entry_folded_words"
+# PostgreSQL: every GIN index a search reads, the words one and the substrings' over the folded key and value.
+POSTGRES_SEARCH_INDEXES = (POSTGRES_WORDS_INDEX, "memory_entry_key_folded_trgm", "memory_entry_value_folded_trgm")
 # PostgreSQL: the weights of ts_rank for the labels D, C, B, A (value is D, key is A): the same 1:4.
 POSTGRES_RANK_WEIGHTS = "{0.25, 0, 0, 1.0}"
 # ts_rank's normalization: none. Dividing by the entry's length (1 or 2, as bm25 weighs length) ranked an
@@ -476,10 +478,11 @@ def _variants_held(query: LexicalQuery, words: frozenset[str] | set[str]) -> tup
 
 
 def ranked_candidates(
-    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int
-) -> tuple[LexicalQuery, list[tuple[int, float, str, str]]]:
-    """The query with its typos' variants (typo_variants_find), and its ranked candidates (id, score,
-    key_folded, value_folded), best first: one query when every word is found, three or four when one is not.
+    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int, *, with_text: bool = True
+) -> tuple[LexicalQuery, list[tuple]]:
+    """The query with its typos' variants (typo_variants_find), and its ranked candidates (id, score, and with
+    with_text key_folded, value_folded), best first: one query when every word is found, three or four when
+    one is not. Without with_text the rows may still hold the texts (when they were read for the typos).
 
     When the user's words are kept and the database is unchanged since (memories.search.vocabulary), the
     variants are found first, from those words alone, and the candidates read once: a word a candidate
@@ -492,15 +495,16 @@ def ranked_candidates(
             variants = _variants_held(query, kept)
             if variants:
                 query = dataclasses.replace(query, variants=variants)
-            return query, fetch(owner_id, uid, filters, query, limit, with_text=True)
-    rows = fetch(owner_id, uid, filters, query, limit, with_text=True)
+            return query, fetch(owner_id, uid, filters, query, limit, with_text=with_text)
+    # The texts tell which typo candidates the candidates hold.
+    rows = fetch(owner_id, uid, filters, query, limit, with_text=with_text or bool(query.typo_candidates))
     if not query.typo_candidates:
         return query, rows
     variants = typo_variants_find(query, [(row[2], row[3]) for row in rows], owner_id, uid)
     if not variants:
         return query, rows
     query = dataclasses.replace(query, variants=variants)
-    return query, fetch(owner_id, uid, filters, query, limit, with_text=True)
+    return query, fetch(owner_id, uid, filters, query, limit, with_text=with_text)
 
 
 def lexical_candidates(
@@ -715,7 +719,10 @@ class LexicalMatches:
         if not self.parsed.ranking_terms:
             self._query, self._candidates = self.parsed, []
             return
-        self._query, rows = ranked_candidates(self.owner_id, self.uid, self.filters, self.parsed, RANK_CAP)
+        # Only ids and scores: the page's entries are read with their texts.
+        self._query, rows = ranked_candidates(
+            self.owner_id, self.uid, self.filters, self.parsed, RANK_CAP, with_text=False
+        )
         self._candidates = [Candidate(entry_id=row[0], score=row[1]) for row in rows]
 
     def count(self) -> int:
