@@ -11,6 +11,7 @@ from django.db import connection
 
 from memories import selectors, services
 from memories.models import MemoryEntry, MemoryEvent
+from memories.search.lexical import POSTGRES_SEARCH_INDEXES
 
 FIELDS = ("owner__username", "uid", "key", "value", "kind", "meta", "privacy", "created", "updated", "version")
 
@@ -168,6 +169,10 @@ def test_an_import_leaves_the_database_with_fresh_statistics(owner, tmp_path: Pa
             cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'memories_memoryentry'::regclass")
             # -1 until the table is analysed (PostgreSQL 14+).
             assert cursor.fetchone()[0] == 50
+            # and no search index has a pending list left for every search to read (GIN's fast update)
+            for index in POSTGRES_SEARCH_INDEXES:
+                cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [index])
+                assert cursor.fetchone()[0] == 0, index
     else:
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'")

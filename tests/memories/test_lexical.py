@@ -5,6 +5,7 @@ matching rule are the same on both.
 """
 
 import pytest
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -283,3 +284,24 @@ def test_a_rare_word_outranks_a_common_one_after_the_statistics_are_made(owner):
         lexical.word_statistics_clear()
     assert found[0] == "bird"
     assert len(found) == 301
+
+
+def test_the_search_indexes_pending_lists_stay_small_as_entries_are_written(owner):
+    # GIN's fast update keeps new entries in a pending list that every search through the index reads in
+    # full; PostgreSQL's search indexes merge it once it holds 256 kB (migration 0019), not 4 MB.
+    if connection.vendor != "postgresql":
+        return
+    words = [f"{letters}{number}" for number, letters in enumerate(["tea", "vim", "jazz", "sea", "rust"] * 12)]
+    operations = [
+        services.BatchOperation(
+            op="put", key=f"note-{number}", value=" ".join(words[number % 7 :] + words[: number % 7])
+        )
+        for number in range(300)
+    ]
+    for start in range(0, len(operations), 100):
+        services.entries_batch(owner=owner, uid="alice", operations=operations[start : start + 100], actor=owner)
+    with connection.cursor() as cursor:
+        for index in lexical.POSTGRES_SEARCH_INDEXES:
+            cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [index])
+            # pages of 8 kB
+            assert cursor.fetchone()[0] <= 256 // 8, index
