@@ -15,6 +15,7 @@ from django.utils.module_loading import import_string
 
 from memories import selectors, services
 from memories.backends import hub_status
+from memories.context import CONTEXT_QUERY_MAX_LENGTH
 from memories.filters import filter_from_arguments
 from memories.models import Privacy
 from memories.validation import EXPIRY_MAX_SECONDS, InvalidField, check_key, check_uid
@@ -121,6 +122,8 @@ def action_query(account: User, uid: str, args: dict[str, Any]) -> Reply:
         return _error("query: must be a string.")
     if "\x00" in query_text or not _storable(query_text):
         return _error("query: must not contain NUL characters or unpaired surrogates.")
+    if len(query_text) > CONTEXT_QUERY_MAX_LENGTH:
+        return _error(f"query: must be at most {CONTEXT_QUERY_MAX_LENGTH} characters; got {len(query_text)}.")
     try:
         filters = filter_from_arguments(kind=args.get("kind"), meta=args.get("meta"))
     except InvalidField as error:

@@ -32,6 +32,7 @@ from rest_framework.authtoken.models import Token
 
 from memories import accounts, diff, search, selectors, services
 from memories.backends import hub_status
+from memories.context import CONTEXT_QUERY_MAX_LENGTH
 from memories.forms import EntryChangeForm, EntryCreateForm, format_expires, format_meta, same_lines
 from memories.guard import guard_hides_characters, guard_reasons
 from memories.models import HeldWrite, MemoryEntry, MemoryEvent
@@ -225,6 +226,10 @@ def user_memories(request: HttpRequest) -> HttpResponse:
     uid = _required(request, "uid")
     scope = _scope(request)
     query_text = request.GET.get("q", "")
+    if len(query_text) > CONTEXT_QUERY_MAX_LENGTH:
+        return HttpResponseBadRequest(
+            f"The search must be at most {CONTEXT_QUERY_MAX_LENGTH} characters; got {len(query_text)}."
+        )
     kind = request.GET.get("kind", "")
     default_sort = RELEVANCE_SORT if query_text else DEFAULT_ENTRY_SORT
     sort = request.GET.get("sort", default_sort)

@@ -295,7 +295,7 @@ class MemoryViewSet(HubViewSet):
         responses=SearchResultSerializer(many=True),
     )
     def list(self, request: Request, uid: str) -> Response:
-        query_text = request.query_params.get("q", "")
+        query_text = context.check_query_text(request.query_params.get("q", ""))
         filters = filter_from_params(request.query_params)
         match = request.query_params.get("match") or selectors.MATCH_RANKED
         if match not in selectors.MATCH_MODES:

@@ -102,6 +102,17 @@ def test_a_page_size_above_the_cap_is_held_to_the_cap(owner, owner_api, settings
     assert response.json()["count"] == 3
 
 
+@pytest.mark.parametrize("match", ["ranked", "substring"])
+def test_a_query_of_many_words_past_the_limit_gets_a_400_naming_q(owner, owner_api, match):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+    words = " ".join(f"word{number}" for number in range(600))
+
+    response = owner_api.get(f"{BASE}/alice/memories/", {"q": words, "match": match})
+
+    assert response.status_code == 400
+    assert response.json() == {"q": [f"must be at most 1000 characters; got {len(words)}."]}
+
+
 def test_an_invalid_page_answers_404_not_500(owner_api):
     assert owner_api.get(f"{BASE}/alice/memories/?page=9").status_code == 404
     assert owner_api.get(f"{BASE}/alice/memories/?page=abc").status_code == 404

@@ -89,6 +89,15 @@ def test_a_users_memories_come_in_pages(owner_client, owner, settings):
     assert 'href="?uid=alice&amp;sort=key&amp;page=2"' in last
 
 
+def test_a_search_of_many_words_past_the_limit_is_refused_naming_it(owner_client, alice_memories):
+    words = " ".join(f"word{number}" for number in range(600))
+
+    response = owner_client.get("/user/", {"uid": "alice", "q": words})
+
+    assert response.status_code == 400
+    assert "at most 1000 characters" in response.content.decode()
+
+
 @pytest.mark.parametrize("query", ["", "&kind=fact", "&q=python"])
 def test_a_page_number_past_any_offset_the_database_reads_shows_an_empty_page(owner_client, alice_memories, query):
     response = owner_client.get(f"/user/?uid=alice{query}&page=99999999999999999999")

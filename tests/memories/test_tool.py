@@ -101,6 +101,16 @@ def test_query_without_text_says_so(owner_api):
     assert call(owner_api, action="query", uid="alice") == {"ok": False, "error": "query required"}
 
 
+def test_query_of_many_words_past_the_limit_is_refused_naming_it(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+    words = " ".join(f"word{number}" for number in range(600))
+
+    assert call(owner_api, action="query", uid="alice", query=words) == {
+        "ok": False,
+        "error": f"query: must be at most 1000 characters; got {len(words)}.",
+    }
+
+
 def test_list_replies_keys_and_types_newest_first(owner, owner_api):
     services.entry_put(owner=owner, uid="alice", key="language", value="Python")
     services.entry_put(owner=owner, uid="alice", key="tz", value="CET", kind="fact")
