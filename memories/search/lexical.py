@@ -56,6 +56,11 @@ MIN_INDEXED_LENGTH = 3
 RANK_CAP = 200
 # Counts are exact up to this many matches; beyond, the count is COUNT_LIMIT + 1 and marked inexact.
 COUNT_LIMIT = 1000
+# A query searches for at most this many of its words, phrases and typos' variants (the first ones it
+# holds): each is one term of the statements that gather and rank, which SQLite caps at 500.
+QUERY_MAX_WORDS = 64
+QUERY_MAX_PHRASES = 16
+QUERY_MAX_VARIANTS = 128
 # Typos: a query word of at least this many letters that none of the user's entries holds whole is also
 # sought one edit away (a letter left out, added or changed, or two neighbours swapped).
 TYPO_MIN_LENGTH = 4
@@ -188,7 +193,9 @@ def query_parse(query_text: str) -> LexicalQuery:
         phrases, words = [" ".join(words)], []
     elif content or phrases:
         words = content
-    return LexicalQuery(words=tuple(words), phrases=tuple(phrases), whole=folded.strip())
+    return LexicalQuery(
+        words=tuple(words[:QUERY_MAX_WORDS]), phrases=tuple(phrases[:QUERY_MAX_PHRASES]), whole=folded.strip()
+    )
 
 
 @dataclass(frozen=True)
@@ -464,7 +471,7 @@ def typo_variants_find(
     if not absent:
         return ()
     variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
-    return tuple(sorted(variants & words))
+    return tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
 
 
 def _variants_held(query: LexicalQuery, words: frozenset[str] | set[str]) -> tuple[str, ...]:
@@ -474,7 +481,7 @@ def _variants_held(query: LexicalQuery, words: frozenset[str] | set[str]) -> tup
     if not absent:
         return ()
     variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
-    return tuple(sorted(variants & words))
+    return tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
 
 
 def ranked_candidates(

@@ -35,6 +35,24 @@ def test_an_entry_holding_any_of_the_words_matches(owner):
     assert set(_found_keys(owner, "rust vim")) == {"language", "editor"}
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        [chr(0x4E00 + number) for number in range(500)],  # 500 one-character words in 999 characters
+        [f"w{number:03d}" for number in range(200)],  # 200 words of four characters
+    ],
+)
+def test_a_query_of_hundreds_of_words_within_the_limit_is_answered(owner, words):
+    _put(owner, "first", f"holds {words[0]} here")
+    _put(owner, "last", f"holds {words[-1]} here")
+    query_text = " ".join(words)
+    assert len(query_text) <= 1000
+
+    found = _found_keys(owner, query_text)
+
+    assert "first" in found
+
+
 def test_an_entry_holding_more_of_the_words_ranks_first(owner):
     _put(owner, "both", "writes rust and python")
     _put(owner, "rust", "writes rust at work")
