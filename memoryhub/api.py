@@ -24,7 +24,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from memories.search import HybridMatches, LexicalMatches, RankedMatches
 from memories.selectors import EntryListing
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
-from memories.validation import MAX_ROW_OFFSET, InvalidField
+from memories.validation import MAX_ROW_OFFSET, UNSTORABLE_CHARACTERS, InvalidField
 from memoryhub.ratelimit import parse_rate, rate_window
 
 if TYPE_CHECKING:
@@ -74,7 +74,22 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     # Imported here: rest_framework.views imports this module (for the throttle) while it loads.
     from rest_framework.views import exception_handler as drf_exception_handler
 
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is not None:
+        response.data = _encodable(response.data)
+    return response
+
+
+def _encodable(data: object) -> object:
+    """An error's details with any lone surrogate they echo from the input written as its escape (\\ud800), which
+    UTF-8 can carry: DRF's messages quote the bad value ('"..." is not a valid choice.')."""
+    if isinstance(data, str):
+        return data.encode("utf-8", "backslashreplace").decode("utf-8") if UNSTORABLE_CHARACTERS.search(data) else data
+    if isinstance(data, list):
+        return [_encodable(item) for item in data]
+    if isinstance(data, dict):
+        return {name: _encodable(item) for name, item in data.items()}
+    return data
 
 
 class MemoryPagination(PageNumberPagination):

@@ -113,6 +113,24 @@ def test_a_query_of_many_words_past_the_limit_gets_a_400_naming_q(owner, owner_a
     assert response.json() == {"q": [f"must be at most 1000 characters; got {len(words)}."]}
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("PUT", "alice/memories/language", b'{"value": "v", "privacy": "\\ud800"}', "privacy"),
+        ("PATCH", "alice/memories/language", b'{"privacy": "\\ud800"}', "privacy"),
+        ("POST", "alice/memories/batch", b'{"operations": [{"op": "\\ud800", "key": "k"}]}', "operations"),
+    ],
+)
+def test_a_lone_surrogate_echoed_in_an_error_gets_a_400_not_500(owner, owner_api, method, path, body, field):
+    services.entry_put(owner=owner, uid="alice", key="language", value="v")
+
+    response = owner_api.generic(method, f"{BASE}/{path}", body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert list(response.json()) == [field]
+    assert "\\ud800" in response.content.decode()
+
+
 def test_an_invalid_page_answers_404_not_500(owner_api):
     assert owner_api.get(f"{BASE}/alice/memories/?page=9").status_code == 404
     assert owner_api.get(f"{BASE}/alice/memories/?page=abc").status_code == 404
