@@ -169,6 +169,34 @@ class NearestVectors:
         return (similarity - self.mean) / self.spread if self.spread > 0 else 0.0
 
 
+def query_about(centre: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+    """The query's vector about the user's centre, of length 1 (what the user's rows are compared with)."""
+    (query,) = normalized(query_vector.astype(np.float32)[None, :] - centre)
+    return query
+
+
+def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The cosine of each row of matrix with query (both about the user's centre). Each row's is computed
+    alone, so the rows may be taken in parts, on several threads, with the same result to the last bit."""
+    # einsum, not BLAS: on a busy machine BLAS's threads cost 20 times the product itself.
+    return np.einsum("ij,j->i", matrix, query)
+
+
+def nearest_of(
+    ids: np.ndarray, scores: np.ndarray, *, limit: int, min_similarity: float = MIN_SIMILARITY
+) -> NearestVectors:
+    """The `limit` entries of the best scores above min_similarity, best first, with the scores' spread."""
+    top = np.argpartition(-scores, limit)[:limit] if limit < len(scores) else np.arange(len(scores))
+    top = top[np.argsort(-scores[top], kind="stable")]
+    entries = [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
+    return NearestVectors(entries=entries, mean=float(scores.mean()), spread=float(scores.std()))
+
+
+def comparable(matrix: np.ndarray, query_vector: np.ndarray) -> bool:
+    """Whether the user has vectors, of the query's dimension."""
+    return bool(len(matrix)) and matrix.shape[1] == len(query_vector)
+
+
 def nearest_in(
     ids: np.ndarray,
     matrix: np.ndarray,
@@ -181,15 +209,10 @@ def nearest_in(
     """The `limit` rows of matrix (about centre, as user_matrix gives them) nearest query_vector above
     min_similarity, with the spread of all the similarities: numpy alone (no database), so it may run on
     any thread."""
-    if not len(ids) or matrix.shape[1] != len(query_vector):
+    if not comparable(matrix, query_vector):
         return NearestVectors(entries=[])
-    (query,) = normalized(query_vector.astype(np.float32)[None, :] - centre)
-    # einsum, not BLAS: on a busy machine BLAS's threads cost 20 times the product itself.
-    scores = np.einsum("ij,j->i", matrix, query)
-    top = np.argpartition(-scores, limit)[:limit] if limit < len(scores) else np.arange(len(scores))
-    top = top[np.argsort(-scores[top], kind="stable")]
-    entries = [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
-    return NearestVectors(entries=entries, mean=float(scores.mean()), spread=float(scores.std()))
+    scores = similarities(matrix, query_about(centre, query_vector))
+    return nearest_of(ids, scores, limit=limit, min_similarity=min_similarity)
 
 
 def semantic_nearest_vectors(
