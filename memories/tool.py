@@ -174,7 +174,8 @@ def run_tool(*, account: User, arguments: dict[str, Any]) -> Reply:
     action = arguments.get("action")
     handler = tool_actions().get(action) if isinstance(action, str) else None
     if handler is None:
-        return _error(f"unknown: {action}")
+        # The name as given, a lone surrogate written as its escape (a reply is UTF-8).
+        return _error(f"unknown: {str(action).encode('utf-8', 'backslashreplace').decode('utf-8')}")
     uid = arguments.get("uid", "default")
     try:
         check_uid(uid)

@@ -97,6 +97,13 @@ def test_query_returns_at_most_ten_results(owner, owner_api):
     assert call(owner_api, action="query", uid="alice", query="word")["count"] == 10
 
 
+def test_an_unknown_action_holding_a_lone_surrogate_is_named_by_its_escape(owner_api):
+    response = owner_api.generic("POST", TOOL, b'{"action": "\\ud800"}', content_type="application/json")
+
+    assert response.status_code == 200
+    assert response.json() == {"ok": False, "error": "unknown: \\ud800"}
+
+
 def test_query_without_text_says_so(owner_api):
     assert call(owner_api, action="query", uid="alice") == {"ok": False, "error": "query required"}
 
