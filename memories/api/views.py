@@ -282,7 +282,8 @@ class MemoryViewSet(HubViewSet):
                 '"words in quotes" as one phrase), best match first, then the rest newest first; each result '
                 "has its score and matched_terms. With embeddings on, also entries close in meaning, in one ranking "
                 "that fuses both (each result then has its lexical_rank and semantic_similarity); the "
-                f"{RANKING_HEADER} header says which ranking answered: hybrid, or lexical and why.",
+                f"{RANKING_HEADER} header says which ranking answered: hybrid, or lexical and why "
+                f"(at most {context.CONTEXT_QUERY_MAX_LENGTH} characters).",
             ),
             *FILTER_PARAMETERS,
             OpenApiParameter(
