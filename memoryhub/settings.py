@@ -192,6 +192,11 @@ MEMORYHUB_MAX_VALUE_BYTES = envint("MEMORYHUB_MAX_VALUE_BYTES", 64 * 1024, minim
 MEMORYHUB_MAX_META_BYTES = envint("MEMORYHUB_MAX_META_BYTES", 16 * 1024, minimum=2)
 MEMORYHUB_PAGE_SIZE = envint("MEMORYHUB_PAGE_SIZE", 50, minimum=1)
 MEMORYHUB_MAX_PAGE_SIZE = envint("MEMORYHUB_MAX_PAGE_SIZE", 500, minimum=1)
+if MEMORYHUB_PAGE_SIZE > MEMORYHUB_MAX_PAGE_SIZE:
+    raise ImproperlyConfigured(
+        f"MEMORYHUB_PAGE_SIZE must be at most MEMORYHUB_MAX_PAGE_SIZE ({MEMORYHUB_MAX_PAGE_SIZE}); "
+        f"got {MEMORYHUB_PAGE_SIZE}"
+    )
 MEMORYHUB_QUERY_LIMIT = envint("MEMORYHUB_QUERY_LIMIT", 10, minimum=1)
 # The write guard (memories.guard): every write's key and value are scanned for prompt injection and
 # hidden characters, and each account's policy says what follows (allow, flag, hold). Off: no scan at all.

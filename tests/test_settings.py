@@ -50,6 +50,14 @@ def test_a_bad_boolean_or_number_is_named():
 
 
 @pytest.mark.slow
+def test_a_default_page_size_above_the_cap_is_named():
+    too_big = _load_settings(SECRET_KEY="k", MEMORYHUB_PAGE_SIZE="600", MEMORYHUB_MAX_PAGE_SIZE="500")
+
+    assert too_big.returncode != 0
+    assert "MEMORYHUB_PAGE_SIZE must be at most MEMORYHUB_MAX_PAGE_SIZE (500); got 600" in too_big.stderr
+
+
+@pytest.mark.slow
 def test_the_default_database_is_sqlite_under_the_data_dir_in_wal_mode(tmp_path):
     code = (
         "import django; django.setup(); from django.db import connection; c = connection.cursor(); "
