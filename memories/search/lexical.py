@@ -268,10 +268,14 @@ def _candidates_sqlite(
             f"WHERE {WORDS_TABLE} MATCH %s AND {rows}{filter_sql} ORDER BY {WORDS_TABLE}.rowid DESC LIMIT %s)"
         )
         params += [_terms_match((term,)), *rows_params, *filter_params, limit]
-    sql = (
-        f"SELECT id, sum(score) AS score{text} FROM ({' UNION ALL '.join(gathers)}) GROUP BY id "
-        f"ORDER BY score DESC, max(updated) DESC, id DESC LIMIT %s"
-    )
+    if len(gathers) == 1:
+        # One term: its gather is the ranking (the sum of one score is that score), without the grouping.
+        sql = f"SELECT id, score{text} FROM ({gathers[0]}) ORDER BY score DESC, updated DESC, id DESC LIMIT %s"
+    else:
+        sql = (
+            f"SELECT id, sum(score) AS score{text} FROM ({' UNION ALL '.join(gathers)}) GROUP BY id "
+            f"ORDER BY score DESC, max(updated) DESC, id DESC LIMIT %s"
+        )
     params.append(limit)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
