@@ -5,7 +5,8 @@ DELETE given If-Match: "N" change the entry only while it is at version N, else 
 asks only that the entry exists. A restore given If-Match: "N" brings the entry back only when it
 was deleted at version N (the ETag it last had). Tags compare as strings: "05" is not "5". Without
 If-Match the last write wins. PUT given If-None-Match: * creates the entry only when there is none,
-else 412. Versions never repeat for a key, even across a delete, so an ETag names one state forever.
+else 412; PUT, PATCH and DELETE given If-None-Match naming ETags are refused (412) when one is the
+entry's. Versions never repeat for a key, even across a delete, so an ETag names one state forever.
 """
 
 import re
@@ -93,15 +94,19 @@ def if_match_version(
     restore passes the version the entry was deleted at); absent is the 412's message when that is None.
     """
     header = request.headers.get("If-Match")
-    if header is None:
-        if request.method == "PUT" and request.headers.get("If-None-Match", "").strip() == "*":
-            return ABSENT_VERSION
-        return None
     if current_version is None:
 
         def current_version() -> int | None:
             entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
             return entry.version if entry is not None else None
+
+    if header is None:
+        none_match = request.headers.get("If-None-Match", "").strip()
+        if request.method == "PUT" and none_match == "*":
+            return ABSENT_VERSION
+        if request.method in UNSAFE_METHODS and none_match and none_match != "*":
+            return _unless_named(request, none_match, current_version)
+        return None
 
     if header.strip() == "*":
         current = current_version()
@@ -117,6 +122,23 @@ def if_match_version(
     current = current_version()
     if current is None or current not in versions:
         raise PreconditionFailed(f"The entry is at version {current}." if current else absent)
+    return current
+
+
+# The writes that If-None-Match naming ETags makes conditional (RFC 9110, 13.1.2).
+UNSAFE_METHODS = ("PUT", "PATCH", "DELETE")
+
+
+def _unless_named(request: Request, header: str, current_version: Callable[[], int | None]) -> int | None:
+    """A write's If-None-Match naming ETags (compared weakly): 412 when one is the entry's, else the version
+    the write must still find (the version seen; for a PUT of a missing entry, none), so a concurrent change
+    in between is a 412 too."""
+    named = _tag_versions([tag.removeprefix("W/") for tag in _header_tags(header)])
+    current = current_version()
+    if current is not None and current in named:
+        raise PreconditionFailed(f"The entry is at version {current}, which If-None-Match names.")
+    if current is None:
+        return ABSENT_VERSION if request.method == "PUT" else None
     return current
 
 

@@ -105,3 +105,22 @@ def test_a_put_with_if_none_match_star_leaves_an_existing_entry_alone(stored):
 
 def test_if_none_match_means_nothing_to_a_patch_of_a_missing_entry(owner_api):
     assert owner_api.patch(URL, {"kind": "tool"}, format="json", HTTP_IF_NONE_MATCH="*").status_code == 404
+
+
+@pytest.mark.parametrize("header", ['"2"', 'W/"2"', '"1", "2"'])
+def test_a_write_whose_if_none_match_names_the_current_etag_is_refused(stored, header):
+    put = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_NONE_MATCH=header)
+    patch = stored.patch(URL, {"kind": "tool"}, format="json", HTTP_IF_NONE_MATCH=header)
+    delete = stored.delete(URL, HTTP_IF_NONE_MATCH=header)
+
+    assert (put.status_code, patch.status_code, delete.status_code) == (412, 412, 412)
+    assert "version 2" in put.json()["detail"]
+    assert stored.get(URL).json()["value"] == "emacs"
+    assert stored.get(URL + "/history").json()["count"] == 2
+
+
+def test_a_write_whose_if_none_match_names_another_etag_applies(stored, owner_api):
+    assert stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_NONE_MATCH='"1"').status_code == 200
+    assert stored.get(URL).json()["value"] == "nano"
+    created = owner_api.put(URL + "-new", {"value": "vim"}, format="json", HTTP_IF_NONE_MATCH='"1"')
+    assert created.status_code == 201
