@@ -111,6 +111,8 @@ class Nearest:
     # The mean and standard deviation of the similarities of all the user's entries to the query.
     mean: float = 0.0
     spread: float = 0.0
+    # The ids of the user's entries that have a vector of the model (None: not known, all are taken to).
+    embedded: np.ndarray | None = None
 
 
 _pool_lock = threading.Lock()
@@ -202,7 +204,11 @@ class PendingNearest:
                     compared = vectors.nearest_of(self._user_vectors[0], scores, limit=self._limit)
                 assert compared is not None  # (None only when the vectors' read failed, and this search with it)
                 self._done = Nearest(
-                    entries=compared.entries, semantic=Semantic.USED, mean=compared.mean, spread=compared.spread
+                    entries=compared.entries,
+                    semantic=Semantic.USED,
+                    mean=compared.mean,
+                    spread=compared.spread,
+                    embedded=self._user_vectors[0] if self._user_vectors is not None else None,
                 )
         return self._done
 
@@ -297,7 +303,13 @@ class HybridMatches:
     """
 
     def __init__(
-        self, *, lexical: LexicalMatches, nearest: list[tuple[int, float]], mean: float = 0.0, spread: float = 0.0
+        self,
+        *,
+        lexical: LexicalMatches,
+        nearest: list[tuple[int, float]],
+        mean: float = 0.0,
+        spread: float = 0.0,
+        embedded: np.ndarray | None = None,
     ) -> None:
         self.lexical = lexical
         self.owner_id, self.uid, self.kind, self.query = lexical.owner_id, lexical.uid, lexical.kind, lexical.query
@@ -305,6 +317,7 @@ class HybridMatches:
         self.filters = lexical.filters
         self.nearest = nearest
         self.mean, self.spread = mean, spread
+        self.embedded = embedded
         self._fused: list[Ranked] | None = None
         self._count: int | None = None
 
@@ -328,9 +341,13 @@ class HybridMatches:
             def ranked(entry_id: int, score: float | None) -> Ranked:
                 rank, lexical_score = lexical.get(entry_id, (None, None))
                 found_by_meaning = similarity.get(entry_id)
-                relevant = found_by_meaning is not None and (
-                    (rank is not None and rank <= LEXICAL_FUSED) or self._stands_out(found_by_meaning)
-                )
+                among_first_words = rank is not None and rank <= LEXICAL_FUSED
+                if found_by_meaning is None:
+                    # An entry without a vector yet (just written; the worker embeds it in seconds) cannot
+                    # be judged by meaning: the words alone decide.
+                    relevant = among_first_words and not self._has_vector(entry_id)
+                else:
+                    relevant = among_first_words or self._stands_out(found_by_meaning)
                 return Ranked(entry_id, score, rank, lexical_score, found_by_meaning, relevant)
 
             best_first = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
@@ -340,6 +357,9 @@ class HybridMatches:
                 ranked(entry_id, None) for entry_id in rest
             ]
         return self._fused
+
+    def _has_vector(self, entry_id: int) -> bool:
+        return self.embedded is None or bool((self.embedded == entry_id).any())
 
     def _stands_out(self, similarity: float) -> bool:
         return self.spread > 0 and (similarity - self.mean) / self.spread >= SEMANTIC_STANDOUT
@@ -491,5 +511,7 @@ def hybrid_search(*, owner: User, lexical: LexicalMatches, query_text: str) -> S
     nearest = pending.result()
     if nearest.semantic != Semantic.USED:
         return SearchAnswer(entries=lexical, semantic=nearest.semantic, reason=nearest.reason)
-    entries = HybridMatches(lexical=lexical, nearest=nearest.entries, mean=nearest.mean, spread=nearest.spread)
+    entries = HybridMatches(
+        lexical=lexical, nearest=nearest.entries, mean=nearest.mean, spread=nearest.spread, embedded=nearest.embedded
+    )
     return SearchAnswer(entries=entries, semantic=Semantic.USED)

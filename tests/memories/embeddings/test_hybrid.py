@@ -232,6 +232,19 @@ def test_a_memory_both_rankings_find_passes_the_relevance_cut_off(owner_api: API
     assert all(result["relevant"] is False for result in results[1:] if result["lexical_rank"] is None)
 
 
+def test_a_memory_written_just_now_and_found_by_its_words_is_relevant_before_it_is_embedded(
+    owner: User, owner_api: APIClient, alice: None
+) -> None:
+    # Remember, then recall in the same turn: the worker has not embedded the new memory yet.
+    services.entry_put(owner=owner, uid="alice", key="espresso", value="bought a Gaggia espresso machine")
+    results, ranking = _search(owner_api, "espresso machine")
+    assert ranking == "hybrid"
+    assert results[0]["key"] == "espresso" and results[0]["semantic_similarity"] is None
+    assert results[0]["relevant"] is True
+    # Embedded entries the words find but the meaning does not place stay judged by both rankings.
+    assert all(result["relevant"] is False for result in results[1:])
+
+
 def test_a_question_nothing_answers_has_no_result_past_the_cut_off(owner_api: APIClient, alice: None) -> None:
     results, ranking = _search(owner_api, "what is her blood type")
     assert ranking == "hybrid"
