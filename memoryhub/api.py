@@ -106,6 +106,27 @@ class MemoryPagination(PageNumberPagination):
     def max_page_size(self) -> int:  # type: ignore[override]
         return settings.MEMORYHUB_MAX_PAGE_SIZE
 
+    def get_page_size(self, request: Request) -> int:
+        """?page_size=, held to max_page_size (left empty: the default); one that is not a whole number of at
+        least 1 is a 400 naming it (DRF would quietly use the default page size instead)."""
+        asked = request.query_params.get(self.page_size_query_param)
+        if asked is None or asked == "":
+            return self.page_size
+        try:
+            size = int(asked)
+        except ValueError:
+            size = 0
+        if size < 1:
+            raise exceptions.ValidationError(
+                {
+                    self.page_size_query_param: [
+                        f"A whole number of at least 1 is required; larger than {self.max_page_size} is held "
+                        f"to {self.max_page_size}."
+                    ]
+                }
+            )
+        return min(size, self.max_page_size)
+
 
 # A page's count is exact up to this many matches; beyond, it is this + 1 and count_exact is false.
 PAGE_COUNT_LIMIT = 1000

@@ -102,6 +102,18 @@ def test_a_page_size_above_the_cap_is_held_to_the_cap(owner, owner_api, settings
     assert response.json()["count"] == 3
 
 
+@pytest.mark.parametrize("page_size", ["0", "-3", "ten", "2.5"])
+@pytest.mark.parametrize("path", ["memories/", "memories/?q=python", "memories/language/history/"])
+def test_a_page_size_that_is_not_a_whole_number_from_1_gets_a_400_naming_it(owner, owner_api, page_size, path):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+    separator = "&" if "?" in path else "?"
+
+    response = owner_api.get(f"{BASE}/alice/{path}{separator}page_size={page_size}")
+
+    assert response.status_code == 400, response.content
+    assert "at least 1" in response.json()["page_size"][0]
+
+
 @pytest.mark.parametrize("match", ["ranked", "substring"])
 def test_a_query_of_many_words_past_the_limit_gets_a_400_naming_q(owner, owner_api, match):
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
