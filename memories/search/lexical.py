@@ -507,9 +507,13 @@ def ranked_candidates(
             if variants:
                 query = dataclasses.replace(query, variants=variants)
             return query, fetch(owner_id, uid, filters, query, limit, with_text=with_text)
-    # The texts tell which typo candidates the candidates hold.
-    rows = fetch(owner_id, uid, filters, query, limit, with_text=with_text or bool(query.typo_candidates))
-    if not query.typo_candidates:
+    # A query of one word that may be misspelt: any candidate holds it (the words index found it there), so
+    # it is no typo when there is one, and there are no texts to look at when there is none.
+    one_word = query.ranking_terms == query.typo_candidates and len(query.ranking_terms) == 1
+    # Otherwise the texts tell which typo candidates the candidates hold.
+    texts = with_text or (bool(query.typo_candidates) and not one_word)
+    rows = fetch(owner_id, uid, filters, query, limit, with_text=texts)
+    if not query.typo_candidates or (one_word and rows):
         return query, rows
     variants = typo_variants_find(query, [(row[2], row[3]) for row in rows], owner_id, uid)
     if not variants:
