@@ -35,7 +35,7 @@ from django.db.models.lookups import Exact, In
 from django.utils import timezone
 
 from memories.models import MemoryEntry
-from memories.validation import InvalidField, check_kind
+from memories.validation import UNSTORABLE_CHARACTERS, InvalidField, check_kind
 
 # A meta field a filter names: letters, digits, '_' and '-', starting with a letter or '_'; top level only.
 META_FIELD_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -223,6 +223,9 @@ def _check_values(parameter: str, values: Iterable[object]) -> tuple[MetaScalar,
         if isinstance(value, str):
             if not value or len(value) > FILTER_VALUE_MAX_LENGTH:
                 raise InvalidField(parameter, f"each value must be 1 to {FILTER_VALUE_MAX_LENGTH} characters.")
+            if UNSTORABLE_CHARACTERS.search(value):
+                # No stored meta holds one (memories.validation.check_meta), and PostgreSQL refuses it in JSON.
+                raise InvalidField(parameter, "must not contain NUL characters or unpaired surrogates.")
         elif not isinstance(value, bool | int | float) or (isinstance(value, float) and not math.isfinite(value)):
             raise InvalidField(parameter, "each value must be a string, a number or a boolean.")
         checked.append(value)

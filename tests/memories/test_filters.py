@@ -106,6 +106,20 @@ def test_the_tool_query_takes_meta_and_kind_filters(alice, owner_api):
     assert refused["ok"] is False and refused["error"].startswith("meta: must name a top-level meta field")
 
 
+@pytest.mark.parametrize("value", ["\\ud800", "a\\u0000b"])
+def test_a_meta_filter_value_no_database_holds_is_refused_naming_it(alice, owner_api, value):
+    # A lone surrogate or a NUL, which JSON carries and stored meta never holds: PostgreSQL refused the
+    # filter's JSON (a 500); the tool's query, like MCP's search, says which value is bad.
+    body = b'{"action": "query", "uid": "alice", "query": "uses", "meta": {"project": "' + value.encode() + b'"}}'
+    response = owner_api.generic("POST", "/api/v1/tool", body, content_type="application/json")
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "ok": False,
+        "error": "meta.project: must not contain NUL characters or unpaired surrogates.",
+    }
+
+
 def test_a_meta_filter_reads_an_index_on_both_databases(alice):
     """PostgreSQL: the GIN index over meta answers the filter's containment (for a user, the planner may start from
     the (owner, uid) index instead); SQLite: the (owner, uid) index narrows to the user's rows, which json_extract
