@@ -7,9 +7,7 @@ the user's vectors changed. Works on every database (SQLite without extensions, 
 pgvector). Nothing from another account or user is ever read.
 
 On a SQLite file the aggregate (3 ms at 10,000 vectors) is asked only when the database may have changed
-since this connection last asked it: `PRAGMA data_version` changes whenever another connection, of this
-process or another, commits, and the connection's own total_changes whenever it writes a row, so while
-both hold still the aggregate's answer does too, and the check is that one pragma.
+since it was last asked (memories.search.marks: one pragma that reads no table).
 
 The search is in two steps, so the query can be embedded meanwhile: `user_matrix` reads (or checks) the
 vectors on the request's thread and connection; `nearest_in` is numpy alone, on any thread.
@@ -22,22 +20,18 @@ what each says. The mean is weighed by n / (n + CENTRE_PRIOR) for a user of n ve
 few entries keeps nearly plain cosines (with one entry, centring fully would leave nothing to compare).
 """
 
-import sqlite3
 import threading
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth.models import User
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
-from django.db.backends.utils import CursorWrapper
+from django.db import connection
 
 from memories.embeddings.base import normalized
 from memories.embeddings.store import user_vectors
 from memories.models import EntryEmbedding
+from memories.search.marks import Mark, database_mark
 
 # The vectors a process keeps, in bytes, over all users (10,000 entries of 256 dimensions: 10 MB).
 CACHE_MAX_BYTES = 64 * 1024 * 1024
@@ -76,55 +70,39 @@ _cache: OrderedDict[tuple, _Cached] = OrderedDict()
 _lock = threading.Lock()
 
 
-# A connection's last answers to STAMP_SQL, with the database's state when each was asked.
+# The last answers to STAMP_SQL, per (account, uid, model), with the database's mark when each was asked.
 @dataclass(frozen=True)
 class _Asked:
-    state: tuple[int, int]
+    mark: Mark
     stamp: tuple
 
 
-# How many users' stamps one connection keeps (each a few hundred bytes); past it, it starts afresh.
-CONNECTION_STAMPS_MAX = 1024
-# Django's connection (one per thread) -> (the SQLite connection it had open, its stamps): a connection
-# opened anew starts with none.
-_asked: "weakref.WeakKeyDictionary[BaseDatabaseWrapper, tuple[sqlite3.Connection, dict[tuple, _Asked]]]" = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _sqlite_state(cursor: CursorWrapper, raw: sqlite3.Connection) -> tuple[int, int]:
-    """This connection's view of the database: (data_version, total_changes); the same pair means no
-    commit by another connection and no row written by this one since."""
-    cursor.execute("PRAGMA data_version")
-    (version,) = cursor.fetchone()
-    return int(version), raw.total_changes
+# How many users' stamps are kept with their marks (each a few hundred bytes), the least recently asked
+# forgotten first.
+STAMPS_KEPT = 1024
+_asked: OrderedDict[tuple, _Asked] = OrderedDict()
 
 
 def _stamp(*, owner: User, uid: str, model: str) -> tuple:
     """STAMP_SQL's answer for the user's vectors, as the database holds them now."""
     key = (owner.pk, uid, model)
-    wrapper = connections[DEFAULT_DB_ALIAS]
-    with wrapper.cursor() as cursor:
-        if not isinstance(wrapper, SQLiteDatabaseWrapper) or wrapper.is_in_memory_db():
-            # (Connections to one shared in-memory database share a page cache, so data_version would not
-            # show another one's commits.)
-            cursor.execute(STAMP_SQL, [owner.pk, uid, model])
-            return tuple(cursor.fetchone())
-        raw = wrapper.connection
-        # Read before the aggregate: a commit between the two changes the state the next search sees.
-        state = _sqlite_state(cursor, raw)
+    # Taken before the aggregate: a commit between the two moves the mark the next search sees.
+    mark = database_mark()
+    if mark is not None:
         with _lock:
-            held = _asked.get(wrapper)
-            asked = held[1].get(key) if held is not None and held[0] is raw else None
-        if asked is not None and asked.state == state:
-            return asked.stamp
+            asked = _asked.get(key)
+            if asked is not None and mark.same(asked.mark):
+                _asked.move_to_end(key)
+                return asked.stamp
+    with connection.cursor() as cursor:
         cursor.execute(STAMP_SQL, [owner.pk, uid, model])
         stamp = tuple(cursor.fetchone())
-    with _lock:
-        held = _asked.get(wrapper)
-        if held is None or held[0] is not raw or len(held[1]) >= CONNECTION_STAMPS_MAX:
-            held = _asked[wrapper] = (raw, {})
-        held[1][key] = _Asked(state, stamp)
+    if mark is not None:
+        with _lock:
+            _asked[key] = _Asked(mark, stamp)
+            _asked.move_to_end(key)
+            while len(_asked) > STAMPS_KEPT:
+                _asked.popitem(last=False)
     return stamp
 
 

@@ -13,9 +13,8 @@ such a word is then taken as held (no variants are sought for it) and as a varia
 Nothing of another account or user is ever read.
 
 On SQLite the stamp itself (a count over the user's index, 1 to 2 ms at 10,000 entries) is skipped while
-the database is unchanged: each look-up takes the connection's mark (SQLite's data_version, which moves
-when another connection commits a change, and the connection's own total_changes), and words checked on
-the same connection under the same mark are still the user's words.
+the database is unchanged: each look-up takes the connection's mark (memories.search.marks), and words
+checked on the same connection under the same mark are still the user's words.
 """
 
 import threading
@@ -27,6 +26,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 
 from memories.models import MemoryEntry
+from memories.search.marks import Mark, database_mark
 
 # The users whose words a process keeps (the least recently searched are let go first).
 VOCABULARY_USERS = 256
@@ -45,25 +45,8 @@ class _Words:
     count: int
     latest: object
     words: set[str] = field(default_factory=set)
-    # The database's mark when the words were last checked (_database_mark), or None.
-    mark: tuple | None = None
-
-
-def _database_mark() -> tuple | None:
-    """SQLite: (the connection, its data_version, its total_changes); the same mark twice from one connection
-    means nothing was written to the database in between, by it or by any other connection. None on other
-    databases. Read from the connection itself: a pragma that reads no table."""
-    if connection.vendor != "sqlite":
-        return None
-    connection.ensure_connection()
-    raw = connection.connection
-    (version,) = raw.execute("PRAGMA data_version").fetchone()
-    return (raw, version, raw.total_changes)
-
-
-def _same_mark(kept: tuple | None, mark: tuple | None) -> bool:
-    # The connection compared by identity: a kept mark holds its connection, so its id is never reused.
-    return kept is not None and mark is not None and kept[0] is mark[0] and kept[1:] == mark[1:]
+    # The database's mark when the words were last checked, or None.
+    mark: Mark | None = None
 
 
 _kept: OrderedDict[tuple[int, str], _Words] = OrderedDict()
@@ -91,10 +74,10 @@ def user_words(owner_id: int, uid: str, words_of: WordsOf) -> frozenset[str] | s
     """Every word the user's entries hold whole (words_of splits their folded keys and values)."""
     key = (owner_id, uid)
     # Taken before the stamp: a write after it moves the next look-up's mark.
-    mark = _database_mark()
+    mark = database_mark()
     with _lock:
         kept = _kept.get(key)
-        if kept is not None and _same_mark(kept.mark, mark):
+        if kept is not None and mark is not None and mark.same(kept.mark):
             _kept.move_to_end(key)
             return kept.words
     with connection.cursor() as cursor:
@@ -120,12 +103,12 @@ def user_words(owner_id: int, uid: str, words_of: WordsOf) -> frozenset[str] | s
 def user_words_unchanged(owner_id: int, uid: str) -> frozenset[str] | set[str] | None:
     """The user's words when they are kept and the database has not changed since they were last checked
     (SQLite); otherwise None (ask user_words). Reads no table."""
-    mark = _database_mark()
+    mark = database_mark()
     if mark is None:
         return None
     with _lock:
         kept = _kept.get((owner_id, uid))
-        if kept is None or not _same_mark(kept.mark, mark):
+        if kept is None or not mark.same(kept.mark):
             return None
         _kept.move_to_end((owner_id, uid))
         return kept.words
