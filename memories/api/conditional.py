@@ -6,7 +6,7 @@ asks only that the entry exists. A restore given If-Match: "N" brings the entry 
 was deleted at version N (the ETag it last had). Tags compare as strings: "05" is not "5". Without
 If-Match the last write wins. PUT given If-None-Match: * creates the entry only when there is none,
 else 412; PUT, PATCH and DELETE given If-None-Match naming ETags are refused (412) when one is the
-entry's. Versions never repeat for a key, even across a delete, so an ETag names one state forever.
+entry's; given both headers, If-None-Match is checked against the version If-Match asks for. Versions never repeat for a key, even across a delete, so an ETag names one state forever.
 """
 
 import re
@@ -108,6 +108,19 @@ def if_match_version(
             return _unless_named(request, none_match, current_version)
         return None
 
+    asked = _matched_version(header, current_version, absent)
+    none_match = request.headers.get("If-None-Match", "").strip()
+    if request.method in UNSAFE_METHODS and none_match:
+        # Both headers: If-None-Match is evaluated after If-Match held (RFC 9110, 13.2.2), against the
+        # version the write will find, which is the one If-Match asked for.
+        named = _tag_versions([tag.removeprefix("W/") for tag in _header_tags(none_match)])
+        if none_match == "*" or asked in named:
+            raise PreconditionFailed(f"If-None-Match names version {asked}, the one If-Match asks for.")
+    return asked
+
+
+def _matched_version(header: str, current_version: Callable[[], int | None], absent: str) -> int:
+    """The version an If-Match header asks for (412 when it can name none)."""
     if header.strip() == "*":
         current = current_version()
         if current is None:

@@ -124,3 +124,19 @@ def test_a_write_whose_if_none_match_names_another_etag_applies(stored, owner_ap
     assert stored.get(URL).json()["value"] == "nano"
     created = owner_api.put(URL + "-new", {"value": "vim"}, format="json", HTTP_IF_NONE_MATCH='"1"')
     assert created.status_code == 201
+
+
+@pytest.mark.parametrize("none_match", ['"2"', "*", 'W/"2", "7"'])
+def test_if_match_and_an_if_none_match_naming_the_same_version_refuse_the_write(stored, none_match):
+    # If-None-Match is evaluated after If-Match held (RFC 9110, 13.2.2): both name the version the write finds.
+    put = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH='"2"', HTTP_IF_NONE_MATCH=none_match)
+    delete = stored.delete(URL, HTTP_IF_MATCH='"2"', HTTP_IF_NONE_MATCH=none_match)
+
+    assert (put.status_code, delete.status_code) == (412, 412)
+    assert stored.get(URL).json()["value"] == "emacs"
+
+
+def test_if_match_and_an_if_none_match_naming_another_version_apply(stored):
+    put = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH='"2"', HTTP_IF_NONE_MATCH='"1"')
+
+    assert put.status_code == 200 and put["ETag"] == '"3"'
