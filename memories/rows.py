@@ -154,6 +154,11 @@ def shown_values(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
     return shown
 
 
+def entry_shown_values(entry: MemoryEntry) -> tuple[Any, ...]:
+    """An entry's values of SHOWN_COLUMNS, as shown_values gives them of its row."""
+    return tuple(getattr(entry, name) for name in SHOWN_COLUMNS)
+
+
 def entry_from_row(row: Sequence[Any]) -> MemoryEntry:
     """The entry of one row (entries_from_rows)."""
     return entries_from_rows([row])[0]

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from memories.search import HybridMatches, LexicalMatches, RankedMatches
+from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownMatches
 from memories.selectors import EntryListing
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import MAX_ROW_OFFSET, UNSTORABLE_CHARACTERS, InvalidField
@@ -142,12 +142,12 @@ class BoundedPagination(MemoryPagination):
     QuerySet or anything sliced and counted like one (memories.search.LexicalMatches or HybridMatches, whose own
     count is bounded); order_at(offset) on them names their order, else it is "newest". A
     memories.selectors.EntryListing gives each page (its entries as shown values) with its bounded count in one
-    statement.
+    statement; memories.search.ShownMatches gives a search's results as shown values.
     """
 
     def paginate_queryset(
         self,
-        queryset: "QuerySet[Any, Any] | Sequence[Any] | RankedMatches | EntryListing",
+        queryset: "QuerySet[Any, Any] | Sequence[Any] | RankedMatches | ShownMatches | EntryListing",
         request: Request,
         view: "APIView | None" = None,
     ) -> list:
@@ -173,7 +173,7 @@ class BoundedPagination(MemoryPagination):
         self.has_next = len(rows) > page_size
         if isinstance(queryset, EntryListing):
             self.order, self.count = "newest", counted
-        elif isinstance(queryset, LexicalMatches | HybridMatches):
+        elif isinstance(queryset, LexicalMatches | HybridMatches | ShownMatches):
             # Its own bounded count, and the order at each offset.
             self.order, self.count = str(queryset.order_at(start)), queryset.count()
         else:

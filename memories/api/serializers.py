@@ -207,6 +207,51 @@ def entry_page_data(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def search_page_data(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """A page of a ranked search's results read as memories.search.ShownMatches gives them (an entry's
+    memories.rows.SHOWN_COLUMNS values, then score, matched_terms, lexical_rank, semantic_similarity, relevant),
+    each exactly as SearchResultSerializer shows it (tests/memories/test_rows.py holds the two equal)."""
+    moment = _moment_writer(timezone.get_current_timezone())
+    return [
+        {
+            "uid": uid,
+            "key": key,
+            "value": value,
+            "kind": kind,
+            "meta": meta,
+            "privacy": privacy,
+            "version": version,
+            "created": None if created is None else moment(created),
+            "updated": None if updated is None else moment(updated),
+            "guard_flags": guard_flags.split(",") if guard_flags else [],
+            "expires": None if expires is None else moment(expires),
+            "score": score,
+            "matched_terms": list(matched_terms),
+            "lexical_rank": lexical_rank,
+            "semantic_similarity": None if similarity is None else round(similarity, 4),
+            "relevant": relevant,
+        }
+        for (
+            uid,
+            key,
+            value,
+            kind,
+            meta,
+            privacy,
+            version,
+            created,
+            updated,
+            guard_flags,
+            expires,
+            score,
+            matched_terms,
+            lexical_rank,
+            similarity,
+            relevant,
+        ) in rows
+    ]
+
+
 class SearchResultSerializer(EntrySerializer):
     """An entry found by ?q=, with what ranked it."""
 

@@ -47,6 +47,7 @@ from memories.api.serializers import (
     UserSummarySerializer,
     entry_data,
     entry_page_data,
+    search_page_data,
 )
 from memories.backends import hub_status
 from memories.filters import (
@@ -56,7 +57,7 @@ from memories.filters import (
     filter_from_params,
 )
 from memories.models import HeldWrite, MemoryEntry, Privacy
-from memories.search import RankedMatches
+from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownMatches
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import InvalidField, check_key, check_uid
 from memories.work import work_status
@@ -305,7 +306,13 @@ class MemoryViewSet(HubViewSet):
             found = selectors.entry_search(
                 owner=request_account(request), uid=uid, query_text=query_text, filters=filters, match=match
             )
-            response = _paginate(self, request, found.entries, SearchResultSerializer)
+            if isinstance(found.entries, LexicalMatches | HybridMatches):
+                # Each result written straight from the values it shows, without building its entry.
+                paginator = self.pagination_class()
+                page = paginator.paginate_queryset(ShownMatches(found.entries), request, view=self)
+                response = paginator.get_paginated_response(search_page_data(page))
+            else:
+                response = _paginate(self, request, found.entries, SearchResultSerializer)
             response[RANKING_HEADER] = found.ranking
             return response
         listing = selectors.entry_listing(owner=request_account(request), uid=uid, filters=filters)

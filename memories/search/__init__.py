@@ -1,6 +1,6 @@
 """Search over one user's entries: the lexical ranking (lexical.py), vectors (vectors.py), their fusion (hybrid.py)."""
 
-from memories.search.hybrid import HybridMatches, RankedMatches, SearchAnswer, Semantic, hybrid_search
+from memories.search.hybrid import HybridMatches, RankedMatches, SearchAnswer, Semantic, ShownMatches, hybrid_search
 from memories.search.lexical import (
     COUNT_LIMIT,
     MIN_INDEXED_LENGTH,
@@ -28,6 +28,7 @@ __all__ = [
     "RankedMatches",
     "SearchAnswer",
     "Semantic",
+    "ShownMatches",
     "hybrid_search",
     "lexical_candidates",
     "matches",

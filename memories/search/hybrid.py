@@ -38,9 +38,18 @@ from django.db.models import QuerySet, TextChoices
 
 from memories.embeddings import EmbeddingError, EmbeddingProvider, get_provider
 from memories.models import MemoryEntry
-from memories.rows import entries_from_rows, entry_columns
+from memories.rows import entries_from_rows, entry_columns, entry_shown_values
 from memories.search import vectors
-from memories.search.lexical import COUNT_LIMIT, LexicalMatches, LexicalQuery, Order, matches, slice_bounds
+from memories.search.lexical import (
+    COUNT_LIMIT,
+    LexicalMatches,
+    LexicalQuery,
+    Order,
+    ShownResult,
+    matches,
+    shown_by_id_read,
+    slice_bounds,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -439,6 +448,32 @@ class HybridMatches:
         entry.relevant = False
         return entry
 
+    def shown(self, start: int, stop: int) -> list[ShownResult]:
+        """self[start:stop] as a page shows it (ShownResult), the fused ones read without building their entries."""
+        head = self.fused[start:stop]
+        found: list[ShownResult] = []
+        if head:
+            filter_sql, filter_params = self.filters.sql()
+            # The user's own rows the filter lets through only (an expired entry's vector is still cached).
+            read = shown_by_id_read(
+                [fused.entry_id for fused in head],
+                f" AND {BY_ID_SCOPE_SQL[connection.vendor]}{filter_sql}",
+                [self.owner_id, self.uid, *filter_params],
+            )
+            named = self.query.named_terms
+            for fused in head:
+                if fused.entry_id in read:
+                    values, key_folded, value_folded = read[fused.entry_id]
+                    terms = tuple(term for term in named if term in key_folded or term in value_folded)
+                    similarity = fused.semantic_similarity
+                    found.append((*values, fused.score, terms, fused.lexical_rank, similarity, fused.relevant))
+        wanted = stop - start - len(head)
+        if wanted > 0 and self.lexical.count() > len(self.lexical.candidates):
+            tail_start = max(0, start - len(self.fused))
+            for entry in self._tail()[tail_start : tail_start + wanted]:
+                found.append((*entry_shown_values(entry), None, _matched_terms(self.query, entry), None, None, False))
+        return found
+
     def __iter__(self) -> Iterator[MemoryEntry]:
         """Every entry: the fused ones, then the other lexical matches newest first."""
         yield from self[0 : len(self.fused)]
@@ -480,6 +515,24 @@ class HybridMatches:
 
 # What a ranked search answers: the lexical matches alone, or fused with the nearest by meaning.
 RankedMatches = LexicalMatches | HybridMatches
+
+
+@dataclass(frozen=True)
+class ShownMatches:
+    """A ranked search's results as a page shows them: sliced like the matches (each result a ShownResult, what
+    SearchResultSerializer shows of it, without building the entries), counted and ordered as they are."""
+
+    matches: RankedMatches
+
+    def __getitem__(self, index: slice) -> list[ShownResult]:
+        start, stop = slice_bounds(index, "ShownMatches")
+        return self.matches.shown(start, stop)
+
+    def count(self) -> int:
+        return self.matches.count()
+
+    def order_at(self, offset: int) -> Order:
+        return self.matches.order_at(offset)
 
 
 @dataclass(frozen=True)

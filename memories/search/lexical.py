@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import overload
+from typing import Any, overload
 
 from django.db import connection
 from django.db.models import Q, QuerySet, TextChoices
@@ -47,7 +47,7 @@ from django.db.models.expressions import RawSQL
 from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
-from memories.rows import entries_from_rows, entry_columns
+from memories.rows import entries_from_rows, entry_columns, entry_shown_values, shown_columns, shown_values
 from memories.search.vocabulary import user_words, user_words_unchanged
 
 # Substrings shorter than this cannot use a trigram index.
@@ -686,6 +686,26 @@ def entries_by_id_read(ids: list[int]) -> dict[int, MemoryEntry]:
         return {entry.pk: entry for entry in entries_from_rows(cursor.fetchall())}
 
 
+# A ranked search's result as a page shows it: the entry's memories.rows.SHOWN_COLUMNS values, then its score,
+# matched_terms, lexical_rank, semantic_similarity and relevant (SearchResultSerializer's fields, in its order).
+ShownResult = tuple[Any, ...]
+
+
+def shown_by_id_read(
+    ids: list[int], scope_sql: str = "", scope_params: Iterable[Any] = ()
+) -> dict[int, tuple[tuple[Any, ...], str, str]]:
+    """Of the entries of these ids (and scope_sql, a condition starting with AND), by id: their shown values
+    (memories.rows.shown_values) and their folded key and value, in one statement of fixed SQL."""
+    sql = (
+        f"SELECT {shown_columns(ENTRY_TABLE)}, id, key_folded, value_folded FROM {ENTRY_TABLE} "
+        f"WHERE id IN ({', '.join(['%s'] * len(ids))}){scope_sql}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*ids, *scope_params])
+        rows = cursor.fetchall()
+    return {row[-3]: (shown, row[-2], row[-1]) for row, shown in zip(rows, shown_values(rows), strict=True)}
+
+
 def slice_bounds(index: slice, holder: str) -> tuple[int, int]:
     """A ranked result's slice as (start, stop): a start from 0 on, a stop, no step (what pages ask for)."""
     if index.step not in (None, 1):
@@ -811,6 +831,24 @@ class LexicalMatches:
             return self._tail()[offset : offset + limit]
         sql, params = self._tail_sqlite("*")
         return MemoryEntry.objects.raw(f"{sql} LIMIT %s OFFSET %s", [*params, limit, offset])
+
+    def shown(self, start: int, stop: int) -> list[ShownResult]:
+        """self[start:stop] as a page shows it (ShownResult; a lexical search has no lexical_rank,
+        semantic_similarity or relevant: None), the ranked ones read without building their entries."""
+        head = self.candidates[start:stop]
+        read = shown_by_id_read([candidate.entry_id for candidate in head]) if head else {}
+        found: list[ShownResult] = []
+        for candidate in head:
+            if candidate.entry_id in read:
+                values, key_folded, value_folded = read[candidate.entry_id]
+                terms = _matched_terms(self.query, key_folded, value_folded)
+                found.append((*values, candidate.score, terms, None, None, None))
+        wanted = stop - start - len(head)
+        if wanted > 0 and self.count() > len(self.candidates):
+            for entry in self._tail_page(max(0, start - len(self.candidates)), wanted):
+                terms = _matched_terms(self.query, entry.key_folded, entry.value_folded)
+                found.append((*entry_shown_values(entry), None, terms, None, None, None))
+        return found
 
     @overload
     def __getitem__(self, index: int) -> MemoryEntry: ...
