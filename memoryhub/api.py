@@ -106,6 +106,16 @@ class MemoryPagination(PageNumberPagination):
     def max_page_size(self) -> int:  # type: ignore[override]
         return settings.MEMORYHUB_MAX_PAGE_SIZE
 
+    def get_schema_operation_parameters(self, view: "APIView") -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {**parameter["schema"], "minimum": 1}
+                parameter["description"] = (
+                    f"Results per page, at least 1; more than {self.max_page_size} is held to it."
+                )
+        return parameters
+
     def get_page_size(self, request: Request) -> int:
         """?page_size=, held to max_page_size (left empty: the default); one that is not a whole number of at
         least 1 is a 400 naming it (DRF would quietly use the default page size instead)."""

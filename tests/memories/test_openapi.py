@@ -16,3 +16,13 @@ def test_the_schema_and_its_page_are_served(client, db):
     page = client.get("/api/docs/")
     assert page.status_code == 200
     assert b"cdn" not in page.content.lower(), "the docs page loads its scripts from the hub itself"
+
+
+def test_the_page_size_parameter_states_its_minimum_and_cap(settings):
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    listing = schema["paths"]["/api/v1/users/{uid}/memories/"]["get"]
+    (page_size,) = [parameter for parameter in listing["parameters"] if parameter["name"] == "page_size"]
+    assert page_size["schema"]["minimum"] == 1
+    assert str(settings.MEMORYHUB_MAX_PAGE_SIZE) in page_size["description"]
