@@ -221,8 +221,9 @@ def search_page_data(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
             "meta": meta,
             "privacy": privacy,
             "version": version,
-            "created": None if created is None else moment(created),
-            "updated": None if updated is None else moment(updated),
+            "created": (shown_created := None if created is None else moment(created)),
+            # An entry never changed was updated when created: the same moment, written once.
+            "updated": shown_created if updated == created else None if updated is None else moment(updated),
             "guard_flags": guard_flags.split(",") if guard_flags else [],
             "expires": None if expires is None else moment(expires),
             "score": score,
