@@ -6,7 +6,8 @@ asks only that the entry exists. A restore given If-Match: "N" brings the entry 
 was deleted at version N (the ETag it last had). Tags compare as strings: "05" is not "5". Without
 If-Match the last write wins. PUT given If-None-Match: * creates the entry only when there is none,
 else 412; PUT, PATCH and DELETE given If-None-Match naming ETags are refused (412) when one is the
-entry's; given both headers, If-None-Match is checked against the version If-Match asks for. Versions never repeat for a key, even across a delete, so an ETag names one state forever.
+entry's; given both headers, If-None-Match is checked against the version If-Match asks for.
+Versions never repeat for a key, even across a delete, so an ETag names one state forever.
 """
 
 import re
