@@ -15,6 +15,7 @@ from rest_framework import ISO_8601, serializers
 from rest_framework.settings import api_settings
 
 from memories.models import KEY_MAX_LENGTH, HeldWrite, MemoryEntry, MemoryEvent, Privacy
+from memories.rows import SHOWN_COLUMNS
 from memories.services import (
     BATCH_MAX_OPERATIONS,
     BATCH_MIN_EXPECTED_VERSION,
@@ -184,27 +185,35 @@ def entry_data(entry: MemoryEntry) -> dict[str, Any]:
     return _entry_representer().to_representation(entry)
 
 
+_SHOWN_WIDTH = len(SHOWN_COLUMNS)
+
+
+def _shown_entry(moment: Callable[[datetime], str], values: Sequence[Any]) -> dict[str, Any]:
+    """One entry's memories.rows.SHOWN_COLUMNS values (the first of values) as EntrySerializer shows them."""
+    uid, key, value, kind, meta, privacy, version, created, updated, guard_flags, expires = values[:_SHOWN_WIDTH]
+    shown_created = None if created is None else moment(created)
+    return {
+        "uid": uid,
+        "key": key,
+        "value": value,
+        "kind": kind,
+        "meta": meta,
+        "privacy": privacy,
+        "version": version,
+        "created": shown_created,
+        # An entry never changed was updated when created: the same moment, written once.
+        "updated": shown_created if updated == created else None if updated is None else moment(updated),
+        "guard_flags": guard_flags.split(",") if guard_flags else [],
+        "expires": None if expires is None else moment(expires),
+    }
+
+
 def entry_page_data(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     """A page of entries read as their memories.rows.SHOWN_COLUMNS (selectors.EntryListing), each exactly as
     EntrySerializer shows it: the dicts written straight from the values, without a serializer's work per
     field (the fields are EntrySerializer's, in its order: tests/memories/test_rows.py holds the two equal)."""
     moment = _moment_writer(timezone.get_current_timezone())
-    return [
-        {
-            "uid": uid,
-            "key": key,
-            "value": value,
-            "kind": kind,
-            "meta": meta,
-            "privacy": privacy,
-            "version": version,
-            "created": None if created is None else moment(created),
-            "updated": None if updated is None else moment(updated),
-            "guard_flags": guard_flags.split(",") if guard_flags else [],
-            "expires": None if expires is None else moment(expires),
-        }
-        for uid, key, value, kind, meta, privacy, version, created, updated, guard_flags, expires in rows
-    ]
+    return [_shown_entry(moment, row) for row in rows]
 
 
 def search_page_data(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
@@ -212,45 +221,17 @@ def search_page_data(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     memories.rows.SHOWN_COLUMNS values, then score, matched_terms, lexical_rank, semantic_similarity, relevant),
     each exactly as SearchResultSerializer shows it (tests/memories/test_rows.py holds the two equal)."""
     moment = _moment_writer(timezone.get_current_timezone())
-    return [
-        {
-            "uid": uid,
-            "key": key,
-            "value": value,
-            "kind": kind,
-            "meta": meta,
-            "privacy": privacy,
-            "version": version,
-            "created": (shown_created := None if created is None else moment(created)),
-            # An entry never changed was updated when created: the same moment, written once.
-            "updated": shown_created if updated == created else None if updated is None else moment(updated),
-            "guard_flags": guard_flags.split(",") if guard_flags else [],
-            "expires": None if expires is None else moment(expires),
-            "score": score,
-            "matched_terms": list(matched_terms),
-            "lexical_rank": lexical_rank,
-            "semantic_similarity": None if similarity is None else round(similarity, 4),
-            "relevant": relevant,
-        }
-        for (
-            uid,
-            key,
-            value,
-            kind,
-            meta,
-            privacy,
-            version,
-            created,
-            updated,
-            guard_flags,
-            expires,
-            score,
-            matched_terms,
-            lexical_rank,
-            similarity,
-            relevant,
-        ) in rows
-    ]
+    page = []
+    for row in rows:
+        score, matched_terms, lexical_rank, similarity, relevant = row[_SHOWN_WIDTH:]
+        shown = _shown_entry(moment, row)
+        shown["score"] = score
+        shown["matched_terms"] = list(matched_terms)
+        shown["lexical_rank"] = lexical_rank
+        shown["semantic_similarity"] = None if similarity is None else round(similarity, 4)
+        shown["relevant"] = relevant
+        page.append(shown)
+    return page
 
 
 class SearchResultSerializer(EntrySerializer):
