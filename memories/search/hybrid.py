@@ -373,11 +373,6 @@ class HybridMatches:
     def _stands_out(self, similarity: float) -> bool:
         return self.spread > 0 and (similarity - self.mean) / self.spread >= SEMANTIC_STANDOUT
 
-    @property
-    def relevant_count(self) -> int:
-        """How many of the fused entries pass the relevance cut-off (0: most likely nothing answers the query)."""
-        return sum(fused.relevant for fused in self.fused)
-
     def _semantic_only(self) -> list[int]:
         return [fused.entry_id for fused in self.fused if fused.lexical_rank is None]
 

@@ -142,10 +142,6 @@ class NearestVectors:
     mean: float = 0.0
     spread: float = 0.0
 
-    def standout(self, similarity: float) -> float:
-        """How many standard deviations similarity stands above the user's mean (0 with no spread)."""
-        return (similarity - self.mean) / self.spread if self.spread > 0 else 0.0
-
 
 def query_about(centre: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
     """The query's vector about the user's centre, of length 1 (what the user's rows are compared with)."""
