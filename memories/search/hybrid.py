@@ -158,8 +158,6 @@ class _Handover(Generic[Held]):
         return self._held
 
 
-# (entry ids, their vectors about the user's centre, that centre), as vectors.user_matrix gives them
-UserVectors = tuple[np.ndarray, np.ndarray, np.ndarray]
 # What the query thread answers: the nearest; or, for a user of COSINE_SPLIT_ROWS vectors or more, the
 # similarities of the second half of the rows (the request's thread takes the first half's meanwhile); or
 # None when the user's vectors could not be read (the search has raised then).
@@ -176,7 +174,7 @@ class PendingNearest:
         done: Nearest | None = None,
         provider: EmbeddingProvider | None = None,
         future: "Future[Compared] | None" = None,
-        user_vectors: UserVectors | None = None,
+        user_vectors: vectors.UserVectors | None = None,
         query: _Handover[np.ndarray] | None = None,
         limit: int = SEMANTIC_CANDIDATES,
     ) -> None:
@@ -193,7 +191,7 @@ class PendingNearest:
         query = self._query.taken() if self._query is not None else None
         if query is None or self._user_vectors is None:
             return None
-        _ids, matrix, _centre = self._user_vectors
+        matrix = self._user_vectors.matrix
         return vectors.similarities(matrix[: len(matrix) // 2], query)
 
     def result(self) -> Nearest:
@@ -210,14 +208,16 @@ class PendingNearest:
                 if isinstance(compared, np.ndarray):
                     assert first_half is not None and self._user_vectors is not None
                     scores = np.concatenate([first_half, compared])
-                    compared = vectors.nearest_of(self._user_vectors[0], scores, limit=self._limit)
+                    compared = vectors.nearest_of(
+                        self._user_vectors.ids, scores, limit=self._limit, crowding=self._user_vectors.crowding
+                    )
                 assert compared is not None  # (None only when the vectors' read failed, and this search with it)
                 self._done = Nearest(
                     entries=compared.entries,
                     semantic=Semantic.USED,
                     mean=compared.mean,
                     spread=compared.spread,
-                    embedded=self._user_vectors[0] if self._user_vectors is not None else None,
+                    embedded=self._user_vectors.ids if self._user_vectors is not None else None,
                 )
         return self._done
 
@@ -235,7 +235,7 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
     timeout = settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT
     # The model starts at once; the user's vectors are read meanwhile (PostgreSQL's stamp of them is a
     # statement of a few milliseconds at 10,000 entries), then handed over for the cosine.
-    user_vectors: _Handover[UserVectors] = _Handover()
+    user_vectors: _Handover[vectors.UserVectors] = _Handover()
     query: _Handover[np.ndarray] = _Handover()
 
     def compare() -> Compared:
@@ -244,12 +244,11 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
             held = user_vectors.taken()
             if held is None:
                 return None  # the read failed: the search that asked has raised already
-            ids, matrix, centre = held
-            if len(ids) < COSINE_SPLIT_ROWS or not vectors.comparable(matrix, query_vector):
-                return vectors.nearest_in(ids, matrix, centre, query_vector, limit=limit)
-            about_centre = vectors.query_about(centre, query_vector)
+            if len(held.ids) < COSINE_SPLIT_ROWS or not vectors.comparable(held.matrix, query_vector):
+                return vectors.nearest_in(held, query_vector, limit=limit)
+            about_centre = vectors.query_about(held.centre, query_vector)
             query.give(about_centre)
-            return vectors.similarities(matrix[len(matrix) // 2 :], about_centre)
+            return vectors.similarities(held.matrix[len(held.matrix) // 2 :], about_centre)
         finally:
             query.close()
 

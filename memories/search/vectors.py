@@ -18,6 +18,14 @@ written alike (a user's thousands of notes, tasks and bookings) share a directio
 them look a little like any query and crowds the nearest; about their centre they are told apart by
 what each says. The mean is weighed by n / (n + CENTRE_PRIOR) for a user of n vectors, so a user with
 few entries keeps nearly plain cosines (with one entry, centring fully would leave nothing to compare).
+
+The nearest are ranked by similarity less each entry's crowding: half the mean of its CROWDING_NEIGHBOURS
+highest similarities to the user's other entries (cross-domain similarity local scaling, CSLS), weighed like
+the centre. An entry with many look-alikes (the same note written for a hundred days) is near every query a
+little and crowds out the one memory that answers; one that says something nothing else says is not
+penalised. The similarity itself is what a result shows and what MIN_SIMILARITY holds to. The neighbours are
+sought among at most CROWDING_REFERENCES of the user's entries (every n-th, by id), so building a user's
+rows costs about 5 ms per 1,000 vectors once, when they change, and nothing per query.
 """
 
 import threading
@@ -40,6 +48,14 @@ CACHE_MAX_BYTES = 64 * 1024 * 1024
 MIN_SIMILARITY = 0.15
 # The user's mean vector is taken away weighed by n / (n + CENTRE_PRIOR) for n vectors.
 CENTRE_PRIOR = 20
+# Crowding (CSLS): an entry's nearest this many other entries, among at most CROWDING_REFERENCES of the user's,
+# and the share of their mean similarity taken from its own (weighed by n / (n + CENTRE_PRIOR) too). Chosen
+# on the recall set's tune split (docs/RECALL.md).
+CROWDING_NEIGHBOURS = 3
+CROWDING_REFERENCES = 1024
+CROWDING_WEIGHT = 0.5
+# Rows whose crowding is computed at once (a block of 2,048 x 1,024 similarities: 8 MB).
+CROWDING_BLOCK_ROWS = 2048
 
 
 # The cache's check: read from the (owner, uid, model, embedded_at) index alone. Rows of a model
@@ -50,20 +66,56 @@ STAMP_SQL = f"SELECT count(*), max(embedded_at) FROM {_TABLE} WHERE owner_id = %
 
 
 @dataclass(frozen=True)
-class _Cached:
-    stamp: tuple
+class UserVectors:
+    """One user's vectors of one model, as a search compares them with a query."""
+
+    # The entries' ids, one per row.
     ids: np.ndarray
-    # The user's vectors about their centre (each of length 1), and that centre.
+    # The vectors about the user's centre, each of length 1, and that centre.
     matrix: np.ndarray
     centre: np.ndarray
+    # What each row's similarity loses in the ranking (crowding_of, weighed): as long as ids.
+    crowding: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Cached:
+    stamp: tuple
+    vectors: UserVectors
+
+
+def _weight(rows: int) -> float:
+    """How much of the user's centre, and of the crowding, a user of this many vectors is given."""
+    return rows / (rows + CENTRE_PRIOR)
 
 
 def centred(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows taken about their weighed mean (CENTRE_PRIOR) and scaled to length 1, and that mean."""
     if not len(matrix):
         return matrix, np.zeros(matrix.shape[1], dtype=np.float32)
-    centre = (matrix.mean(axis=0) * (len(matrix) / (len(matrix) + CENTRE_PRIOR))).astype(np.float32)
+    centre = (matrix.mean(axis=0) * _weight(len(matrix))).astype(np.float32)
     return normalized(matrix - centre), centre
+
+
+def crowding_of(matrix: np.ndarray) -> np.ndarray:
+    """For each row (of length 1), the mean of its CROWDING_NEIGHBOURS highest similarities to the other rows
+    among the references (every n-th row, at most CROWDING_REFERENCES of them); 0 for a user with too few
+    rows to have that many neighbours. Each row's is computed alone (block by block), the same on any run."""
+    rows = len(matrix)
+    crowding = np.zeros(rows, dtype=np.float32)
+    if rows <= CROWDING_NEIGHBOURS:
+        return crowding
+    step = -(-rows // CROWDING_REFERENCES)
+    positions = np.arange(0, rows, step)
+    references = np.ascontiguousarray(matrix[positions].T)
+    kth = len(positions) - CROWDING_NEIGHBOURS
+    for start in range(0, rows, CROWDING_BLOCK_ROWS):
+        block = matrix[start : start + CROWDING_BLOCK_ROWS] @ references
+        # A row that is a reference is not its own neighbour.
+        own = (positions >= start) & (positions < start + len(block))
+        block[positions[own] - start, np.flatnonzero(own)] = -np.inf
+        crowding[start : start + len(block)] = np.partition(block, kth, axis=1)[:, kth:].mean(axis=1)
+    return crowding
 
 
 _cache: OrderedDict[tuple, _Cached] = OrderedDict()
@@ -106,24 +158,30 @@ def _stamp(*, owner: User, uid: str, model: str) -> tuple:
     return stamp
 
 
-def user_matrix(*, owner: User, uid: str, model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The user's vectors of `model`: (entry ids, one row per entry about the user's centre, that centre;
-    see centred), from the cache while they hold still."""
+def user_vectors_about_centre(ids: np.ndarray, matrix: np.ndarray) -> UserVectors:
+    """A user's vectors (one row per id) as a search compares them: about their centre, with their crowding."""
+    matrix, centre = centred(matrix)
+    crowding = crowding_of(matrix) * np.float32(CROWDING_WEIGHT * _weight(len(matrix)))
+    return UserVectors(ids=ids, matrix=matrix, centre=centre, crowding=crowding)
+
+
+def user_matrix(*, owner: User, uid: str, model: str) -> UserVectors:
+    """The user's vectors of `model` about the user's centre, with their crowding (user_vectors_about_centre),
+    from the cache while they hold still."""
     stamp = _stamp(owner=owner, uid=uid, model=model)
     key = (owner.pk, uid, model)
     with _lock:
         cached = _cache.get(key)
         if cached is not None and cached.stamp == stamp:
             _cache.move_to_end(key)
-            return cached.ids, cached.matrix, cached.centre
-    ids, matrix = user_vectors(owner=owner, uid=uid, model=model)
-    matrix, centre = centred(matrix)
+            return cached.vectors
+    read = user_vectors_about_centre(*user_vectors(owner=owner, uid=uid, model=model))
     with _lock:
-        _cache[key] = _Cached(stamp, ids, matrix, centre)
+        _cache[key] = _Cached(stamp, read)
         _cache.move_to_end(key)
-        while len(_cache) > 1 and sum(cached.matrix.nbytes for cached in _cache.values()) > CACHE_MAX_BYTES:
+        while len(_cache) > 1 and sum(cached.vectors.matrix.nbytes for cached in _cache.values()) > CACHE_MAX_BYTES:
             _cache.popitem(last=False)
-    return ids, matrix, centre
+    return read
 
 
 def vectors_cache_clear() -> None:
@@ -157,11 +215,19 @@ def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 
 def nearest_of(
-    ids: np.ndarray, scores: np.ndarray, *, limit: int, min_similarity: float = MIN_SIMILARITY
+    ids: np.ndarray,
+    scores: np.ndarray,
+    *,
+    limit: int,
+    min_similarity: float = MIN_SIMILARITY,
+    crowding: np.ndarray | None = None,
 ) -> NearestVectors:
-    """The `limit` entries of the best scores above min_similarity, best first, with the scores' spread."""
-    top = np.argpartition(-scores, limit)[:limit] if limit < len(scores) else np.arange(len(scores))
-    top = top[np.argsort(-scores[top], kind="stable")]
+    """The `limit` entries whose similarity (scores) is at least min_similarity, best first by similarity less
+    crowding (none: by similarity), each with its similarity; and the spread of all the similarities."""
+    ranking = scores if crowding is None else scores - crowding
+    ranking = np.where(scores >= min_similarity, ranking, -np.inf)
+    top = np.argpartition(-ranking, limit)[:limit] if limit < len(ranking) else np.arange(len(ranking))
+    top = top[np.argsort(-ranking[top], kind="stable")]
     entries = [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
     return NearestVectors(entries=entries, mean=float(scores.mean()), spread=float(scores.std()))
 
@@ -172,21 +238,15 @@ def comparable(matrix: np.ndarray, query_vector: np.ndarray) -> bool:
 
 
 def nearest_in(
-    ids: np.ndarray,
-    matrix: np.ndarray,
-    centre: np.ndarray,
-    query_vector: np.ndarray,
-    *,
-    limit: int,
-    min_similarity: float = MIN_SIMILARITY,
+    read: UserVectors, query_vector: np.ndarray, *, limit: int, min_similarity: float = MIN_SIMILARITY
 ) -> NearestVectors:
-    """The `limit` rows of matrix (about centre, as user_matrix gives them) nearest query_vector above
-    min_similarity, with the spread of all the similarities: numpy alone (no database), so it may run on
-    any thread."""
-    if not comparable(matrix, query_vector):
+    """The `limit` of the user's rows (as user_matrix gives them) nearest query_vector above min_similarity
+    (nearest_of), with the spread of all the similarities: numpy alone (no database), so it may run on any
+    thread."""
+    if not comparable(read.matrix, query_vector):
         return NearestVectors(entries=[])
-    scores = similarities(matrix, query_about(centre, query_vector))
-    return nearest_of(ids, scores, limit=limit, min_similarity=min_similarity)
+    scores = similarities(read.matrix, query_about(read.centre, query_vector))
+    return nearest_of(read.ids, scores, limit=limit, min_similarity=min_similarity, crowding=read.crowding)
 
 
 def semantic_nearest_vectors(
@@ -200,8 +260,8 @@ def semantic_nearest_vectors(
 ) -> NearestVectors:
     """The user's `limit` nearest entries above min_similarity (cosines about the user's centre), with the
     spread of all the user's similarities."""
-    ids, matrix, centre = user_matrix(owner=owner, uid=uid, model=model)
-    return nearest_in(ids, matrix, centre, query_vector, limit=limit, min_similarity=min_similarity)
+    read = user_matrix(owner=owner, uid=uid, model=model)
+    return nearest_in(read, query_vector, limit=limit, min_similarity=min_similarity)
 
 
 def semantic_ranked(
