@@ -124,6 +124,9 @@ TEMPLATES = [
 # Database: SQLite under ./data by default; DATABASE_URL switches (postgres://... for PostgreSQL).
 DATA_DIR = Path(os.environ.get("MEMORYHUB_DATA_DIR", BASE_DIR / "data"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
+# Django's SQLite backend, with writers queued by the operating system rather than by SQLite's busy handler
+# (memoryhub/sqlite/base.py says why).
+SQLITE_ENGINE = "memoryhub.sqlite"
 SQLITE_OPTIONS = {
     # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN, so two
     # writers queue on the busy timeout instead of failing with "database is locked" mid-transaction.
@@ -141,7 +144,8 @@ if DATABASE_URL:
     except ValueError as error:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {error}") from None
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-        # The same connection handling as the default SQLite database below.
+        # The same engine and connection handling as the default SQLite database below.
+        DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
         DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
     # Off by default: a health check is a round trip to PostgreSQL at the start of every request
     # that reuses its connection. Without it a connection the server dropped (a restart) fails
@@ -151,7 +155,7 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": SQLITE_ENGINE,
             "NAME": str(DATA_DIR / "memoryhub.sqlite3"),
             "OPTIONS": dict(SQLITE_OPTIONS),
             "CONN_MAX_AGE": DB_CONN_MAX_AGE,

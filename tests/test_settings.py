@@ -29,7 +29,7 @@ def test_without_a_secret_key_the_hub_refuses_to_start_unless_debug():
     assert refused.returncode != 0
     assert "SECRET_KEY is not set" in refused.stderr
     assert debug.returncode == 0, debug.stderr
-    assert debug.stdout.split() == ["django.db.backends.sqlite3", "True"]
+    assert debug.stdout.split() == ["memoryhub.sqlite", "True"]
 
 
 @pytest.mark.slow
@@ -78,7 +78,7 @@ def test_the_default_database_is_sqlite_under_the_data_dir_in_wal_mode(tmp_path)
 
 def test_writes_take_the_lock_at_begin_on_sqlite_and_postgresql_requests_pay_no_health_check(settings):
     database = settings.DATABASES["default"]
-    if database["ENGINE"] == "django.db.backends.sqlite3":
+    if database["ENGINE"] == settings.SQLITE_ENGINE:
         assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     else:
         # A health check is a round trip before each request's first query (DB_CONN_HEALTH_CHECKS=1 turns it on).
