@@ -108,7 +108,9 @@ def action_get(account: User, uid: str, args: dict[str, Any]) -> Reply:
     key = args.get("key")
     if not key:
         return _error("key required")
-    entry = selectors.entry_get(owner=account, uid=uid, key=key) if isinstance(key, str) else None
+    if not isinstance(key, str):
+        return _error("key must be a string")
+    entry = selectors.entry_get(owner=account, uid=uid, key=key)
     if entry is None:
         return _error("not found")
     return {"ok": True, "key": entry.key, "value": entry.value, "type": entry.kind}

@@ -193,6 +193,13 @@ def test_delete_with_a_key_that_is_not_a_string_is_an_error_and_deletes_nothing(
     assert call(owner_api, action="get", uid="alice", key="language")["value"] == "prefers Python"
 
 
+@pytest.mark.parametrize("key", [1, ["language"], {"k": "language"}, True])
+def test_get_with_a_key_that_is_not_a_string_says_so_rather_than_not_found(owner, owner_api, key):
+    call(owner_api, action="store", uid="alice", key="language", value="prefers Python")
+
+    assert call(owner_api, action="get", uid="alice", key=key) == {"ok": False, "error": "key must be a string"}
+
+
 def test_the_actions_come_from_the_settings(owner_api, settings):
     assert settings.MEMORYHUB_TOOL_ACTIONS["evaluate"] == "evaluation.tool.action_evaluate"
     settings.MEMORYHUB_TOOL_ACTIONS = {
