@@ -24,8 +24,9 @@ highest similarities to the user's other entries (cross-domain similarity local 
 the centre. An entry with many look-alikes (the same note written for a hundred days) is near every query a
 little and crowds out the one memory that answers; one that says something nothing else says is not
 penalised. The similarity itself is what a result shows and what MIN_SIMILARITY holds to. The neighbours are
-sought among at most CROWDING_REFERENCES of the user's entries (every n-th, by id), so building a user's
-rows costs about 5 ms per 1,000 vectors once, when they change, and nothing per query.
+sought among at most CROWDING_REFERENCES of the user's entries (spread evenly over them in the order of
+their ids), so building a user's rows costs about 5 ms per 1,000 vectors once, when they change, and
+nothing per query.
 """
 
 import threading
@@ -97,16 +98,23 @@ def centred(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return normalized(matrix - centre), centre
 
 
+def crowding_references(rows: int) -> np.ndarray:
+    """The positions of the reference rows: every row up to CROWDING_REFERENCES, else that many spread evenly
+    from the first to the last (so their number does not swing as a user grows)."""
+    if rows <= CROWDING_REFERENCES:
+        return np.arange(rows)
+    return np.unique(np.linspace(0, rows - 1, CROWDING_REFERENCES).round().astype(np.int64))
+
+
 def crowding_of(matrix: np.ndarray) -> np.ndarray:
     """For each row (of length 1), the mean of its CROWDING_NEIGHBOURS highest similarities to the other rows
-    among the references (every n-th row, at most CROWDING_REFERENCES of them); 0 for a user with too few
-    rows to have that many neighbours. Each row's is computed alone (block by block), the same on any run."""
+    among the references (crowding_references); 0 for a user with too few rows to have that many neighbours.
+    Each row's is computed alone (block by block), the same for the same rows in the same order."""
     rows = len(matrix)
     crowding = np.zeros(rows, dtype=np.float32)
     if rows <= CROWDING_NEIGHBOURS:
         return crowding
-    step = -(-rows // CROWDING_REFERENCES)
-    positions = np.arange(0, rows, step)
+    positions = crowding_references(rows)
     references = np.ascontiguousarray(matrix[positions].T)
     kth = len(positions) - CROWDING_NEIGHBOURS
     for start in range(0, rows, CROWDING_BLOCK_ROWS):
@@ -159,7 +167,11 @@ def _stamp(*, owner: User, uid: str, model: str) -> tuple:
 
 
 def user_vectors_about_centre(ids: np.ndarray, matrix: np.ndarray) -> UserVectors:
-    """A user's vectors (one row per id) as a search compares them: about their centre, with their crowding."""
+    """A user's vectors (one row per id) as a search compares them: in the order of their ids (whatever order
+    the database read them in, so every process picks the same references), about their centre, with their
+    crowding."""
+    order = np.argsort(ids, kind="stable")
+    ids, matrix = ids[order], matrix[order]
     matrix, centre = centred(matrix)
     crowding = crowding_of(matrix) * np.float32(CROWDING_WEIGHT * _weight(len(matrix)))
     return UserVectors(ids=ids, matrix=matrix, centre=centre, crowding=crowding)

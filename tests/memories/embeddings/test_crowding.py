@@ -74,20 +74,40 @@ def test_a_user_with_too_few_entries_is_not_crowded() -> None:
     assert vectors.crowding_of(np.zeros((0, 8), dtype=np.float32)).shape == (0,)
 
 
-def test_neighbours_are_sought_among_every_nth_entry_once_there_are_many() -> None:
+def test_neighbours_are_sought_among_as_many_references_spread_evenly_once_there_are_many() -> None:
     rng = np.random.default_rng(11)
     rows = vectors.CROWDING_REFERENCES * 2 + 500
     matrix = normalized(rng.normal(size=(rows, 16)))
 
     crowding = vectors.crowding_of(matrix)
 
-    step = -(-rows // vectors.CROWDING_REFERENCES)
-    positions = np.arange(0, rows, step)
-    assert len(positions) <= vectors.CROWDING_REFERENCES
-    for row in (0, 1, step, rows - 1):
+    positions = vectors.crowding_references(rows)
+    assert positions[0] == 0 and positions[-1] == rows - 1
+    for row in (0, 1, int(positions[7]), rows - 1):
         others = [position for position in positions if position != row]
         similarities = np.sort(matrix[others] @ matrix[row])[-vectors.CROWDING_NEIGHBOURS :]
         assert crowding[row] == pytest.approx(float(similarities.mean()), abs=1e-5)
+
+
+@pytest.mark.parametrize("rows", [4, 1024, 1025, 2049, 5000])
+def test_a_user_past_the_references_has_that_many_of_them_whatever_their_size(rows: int) -> None:
+    positions = vectors.crowding_references(rows)
+    assert len(positions) == min(rows, vectors.CROWDING_REFERENCES)
+    assert len(set(positions.tolist())) == len(positions)
+
+
+def test_the_order_the_database_reads_the_vectors_in_changes_nothing() -> None:
+    rng = np.random.default_rng(17)
+    ids = np.arange(100, 100 + 2500)
+    matrix = normalized(rng.normal(size=(2500, 16)))
+    shuffled = rng.permutation(2500)
+
+    in_order = vectors.user_vectors_about_centre(ids, matrix)
+    read_otherwise = vectors.user_vectors_about_centre(ids[shuffled], matrix[shuffled])
+
+    assert np.array_equal(in_order.ids, read_otherwise.ids)
+    assert np.array_equal(in_order.crowding, read_otherwise.crowding)
+    assert np.array_equal(in_order.matrix, read_otherwise.matrix)
 
 
 def test_the_crowding_is_weighed_like_the_centre_and_the_same_on_every_read() -> None:
