@@ -174,6 +174,54 @@ def test_writers_on_threads_of_one_process_take_turns_and_all_get_in(database) -
     assert len(_notes(database)) == 40
 
 
+def test_a_write_outside_a_transaction_waits_its_turn_and_a_read_does_not(database) -> None:
+    holder = _holder(database, 0.4)
+    connection_ = _connection(database)
+    try:
+        started = time.monotonic()
+        with connection_.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM note")
+        read_took = time.monotonic() - started
+        with connection_.cursor() as cursor:
+            cursor.execute("INSERT INTO note (text) VALUES ('in autocommit')")
+        write_took = time.monotonic() - started
+    finally:
+        connection_.close()
+        holder.wait(timeout=10)
+    assert read_took < 0.2
+    assert write_took >= 0.25
+    assert _notes(database) == ["in autocommit"]
+
+
+def test_the_lock_file_takes_the_databases_permissions(database) -> None:
+    os.chmod(database["NAME"], 0o660)
+    lock_path = Path(database["NAME"] + WRITER_SUFFIX)
+    lock_path.unlink(missing_ok=True)
+    old_umask = os.umask(0o002)
+    writer = _connection(database)
+    try:
+        with _atomic(writer), writer.cursor() as cursor:
+            cursor.execute("INSERT INTO note (text) VALUES ('made the lock file')")
+    finally:
+        os.umask(old_umask)
+        writer.close()
+    assert lock_path.stat().st_mode & 0o777 == 0o660
+
+
+def test_writers_fall_back_to_sqlites_own_lock_when_the_lock_file_cannot_be_opened(database) -> None:
+    # Something that is not a file stands where the lock file goes.
+    Path(database["NAME"] + WRITER_SUFFIX).unlink(missing_ok=True)
+    os.mkdir(database["NAME"] + WRITER_SUFFIX)
+    writer = _connection(database)
+    try:
+        with _atomic(writer), writer.cursor() as cursor:
+            cursor.execute("INSERT INTO note (text) VALUES ('written all the same')")
+        assert writer._writer_fd is None and writer._writer_unavailable
+    finally:
+        writer.close()
+    assert _notes(database) == ["written all the same"]
+
+
 def test_an_in_memory_database_has_no_lock_file(settings, unblocked) -> None:
     wrapper = _connection({"ENGINE": settings.SQLITE_ENGINE, "NAME": ":memory:", "OPTIONS": {}})
     try:
@@ -182,6 +230,44 @@ def test_an_in_memory_database_has_no_lock_file(settings, unblocked) -> None:
         assert wrapper._writer_fd is None
     finally:
         wrapper.close()
+
+
+def _lock_is_free() -> bool:
+    probe = os.open(connections["default"].settings_dict["NAME"] + WRITER_SUFFIX, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(probe)
+    return True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lock_is_held_by_an_atomic_block_and_free_after_savepoints_rollbacks_and_commit_hooks() -> None:
+    from django.contrib.auth.models import User
+
+    def hook() -> None:
+        # After the commit: the lock is free, and a write made here (in autocommit) takes it again.
+        written.append(_lock_is_free())
+        User.objects.create(username="written-after-commit")
+
+    written: list[bool] = []
+    with transaction.atomic():
+        assert not _lock_is_free()
+        with pytest.raises(ZeroDivisionError), transaction.atomic():
+            1 / 0  # noqa: B018 - a savepoint rolled back
+        assert not _lock_is_free()
+        transaction.on_commit(hook)
+    assert written == [True]
+    assert User.objects.filter(username="written-after-commit").exists()
+    assert _lock_is_free()
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        1 / 0  # noqa: B018 - the outermost block rolled back
+    assert _lock_is_free()
+    with transaction.atomic():
+        transaction.set_rollback(True)
+    assert _lock_is_free()
 
 
 @pytest.mark.django_db
