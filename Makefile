@@ -19,11 +19,13 @@ TIMEOUT ?= 30
 # keeps them again after an upgrade, and does nothing while they are up to date.
 $(VENV)/.installed: requirements.txt data/secret_key
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing the hub's packages into $(VENV) (requirements.txt: a few minutes the first time)"
 	@$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	@$(WITH_KEY) $(PY) manage.py mcp --keep-answers
 	@touch $@
 
 $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
+	@echo "installing the test and lint tools into $(VENV) (requirements-dev.txt)"
 	@$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	@touch $@
 
