@@ -147,6 +147,12 @@ if DATABASE_URL:
         # The same engine and connection handling as the default SQLite database below.
         DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
         DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Pages read datetimes as text in ISO 8601 (memories/rows.py); a server or database whose DateStyle
+        # writes them otherwise (SQL, Postgres, German) would show them as null. Set when the connection
+        # starts (no round trip), after any options DATABASE_URL gives.
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        options["options"] = f"{options.get('options', '')} -c datestyle=ISO".strip()
     # Off by default: a health check is a round trip to PostgreSQL at the start of every request
     # that reuses its connection. Without it a connection the server dropped (a restart) fails
     # the one request that meets it, and Django then closes it; set DB_CONN_HEALTH_CHECKS=1 to

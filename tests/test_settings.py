@@ -41,6 +41,28 @@ def test_database_url_selects_postgresql():
 
 
 @pytest.mark.slow
+def test_postgresql_connections_write_dates_in_iso_whatever_the_server_says_and_keep_the_urls_options():
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.DATABASES['default']['OPTIONS']['options'])"
+    )
+    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL",)}
+    env.update(SECRET_KEY="k", DJANGO_SETTINGS_MODULE="memoryhub.settings")
+    plain, with_options = (
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env={**env, "DATABASE_URL": url}, capture_output=True, text=True
+        )
+        for url in (
+            "postgres://hub:pw@127.0.0.1:5432/hub",
+            "postgres://hub:pw@127.0.0.1:5432/hub?options=-c%20search_path%3Dhub",
+        )
+    )
+
+    assert plain.stdout.strip() == "-c datestyle=ISO", plain.stderr
+    assert with_options.stdout.strip() == "-c search_path=hub -c datestyle=ISO", with_options.stderr
+
+
+@pytest.mark.slow
 def test_a_bad_boolean_or_number_is_named():
     bad_bool = _load_settings(SECRET_KEY="k", DEBUG="maybe")
     bad_int = _load_settings(SECRET_KEY="k", MEMORYHUB_MAX_VALUE_BYTES="lots")

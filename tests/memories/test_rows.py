@@ -201,3 +201,27 @@ def test_a_search_page_shows_its_times_as_the_serializer_does_in_any_time_zone(o
     assert shown == expected
     assert {result["key"]: result["expires"] for result in shown}["evening"] is not None
     assert {result["key"]: result["guard_flags"] for result in shown}["obey"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="DateStyle is PostgreSQL's")
+def test_a_database_whose_datestyle_writes_dates_otherwise_still_shows_every_time(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    expected = EntrySerializer(selectors.entry_get(owner=owner, uid="alice", key="tea")).data
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database()")
+        (name,) = cursor.fetchone()
+        # As a server or database set up for another locale may have it: '04/12/2026 10:00:00 UTC'.
+        cursor.execute(f"ALTER DATABASE \"{name}\" SET datestyle = 'SQL, DMY'")
+    connection.close()
+    try:
+        with connection.cursor() as cursor:  # a new connection, which the database's setting applies to
+            cursor.execute("SELECT CAST(TIMESTAMPTZ '2026-12-04 10:00+00' AS TEXT)")
+            assert cursor.fetchone()[0].startswith("2026-12-04 10:00:00")
+        (shown,) = owner_api.get("/api/v1/users/alice/memories/").json()["results"]
+        assert (shown["created"], shown["updated"]) == (expected["created"], expected["updated"])
+        assert shown["created"] is not None
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f'ALTER DATABASE "{name}" RESET datestyle')
+        connection.close()
