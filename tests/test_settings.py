@@ -50,7 +50,12 @@ def test_postgresql_connections_write_dates_in_iso_whatever_the_server_says_and_
     env.update(SECRET_KEY="k", DJANGO_SETTINGS_MODULE="memoryhub.settings")
     plain, with_options = (
         subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, env={**env, "DATABASE_URL": url}, capture_output=True, text=True
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**env, "DATABASE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         for url in (
             "postgres://hub:pw@127.0.0.1:5432/hub",

@@ -25,7 +25,8 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from django.db import OperationalError
 from django.db.backends.sqlite3 import base
@@ -67,23 +68,6 @@ class WriterQueuedCursor(base.SQLiteCursorWrapper):
             return super().executemany(query, param_list)
 
 
-class _Statement:
-    """The writers' lock for one statement in autocommit (none inside a transaction, which holds it)."""
-
-    def __init__(self, database: "DatabaseWrapper") -> None:
-        self.database = database
-        self.entered = False
-
-    def __enter__(self) -> None:
-        if self.database.autocommit and not self.database._writing:
-            self.database._writer_enter()
-            self.entered = True
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.entered:
-            self.database._writer_leave()
-
-
 class DatabaseWrapper(base.DatabaseWrapper):
     _writer_fd: int | None = None
     _writer_closer: weakref.finalize | None = None
@@ -96,8 +80,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
         cursor.database = self
         return cursor
 
-    def writing_statement(self) -> _Statement:
-        return _Statement(self)
+    @contextmanager
+    def writing_statement(self) -> Iterator[None]:
+        """The writers' lock for one statement in autocommit (none inside a transaction, which holds it)."""
+        if not self.autocommit or self._writing:
+            yield
+            return
+        self._writer_enter()
+        try:
+            yield
+        finally:
+            self._writer_leave()
 
     def _writer_lock_path(self) -> str | None:
         name = str(self.settings_dict["NAME"])
