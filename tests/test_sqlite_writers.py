@@ -35,7 +35,7 @@ def database(tmp_path, settings, unblocked) -> dict:
         "NAME": str(tmp_path / "writers.sqlite3"),
         "OPTIONS": {**settings.SQLITE_OPTIONS, "timeout": 1},
     }
-    setup = ConnectionHandler({"default": dict(entry)})["default"]
+    setup = _connection(entry)
     with setup.cursor() as cursor:
         cursor.execute("CREATE TABLE note (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
     setup.close()
