@@ -3,7 +3,7 @@
 import functools
 import operator
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -103,6 +103,10 @@ class EntryListSerializer(serializers.ListSerializer):
         return [{name: read(entry) for name, read in readers} for entry in entries]
 
 
+# The names of the zone that is UTC (zoneinfo.ZoneInfo keys).
+UTC_ZONE_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu"})
+
+
 def _moment_writer(zone: tzinfo) -> Callable[[Any], Any]:
     """DRF's DateTimeField.to_representation in zone, with its ISO 8601 output written directly for an aware
     datetime (every datetime read from the database): astimezone, isoformat, "+00:00" as "Z", as DRF writes it.
@@ -111,10 +115,15 @@ def _moment_writer(zone: tzinfo) -> Callable[[Any], Any]:
     if str(api_settings.DATETIME_FORMAT).lower() != ISO_8601:
         return drf
 
+    # Shown in UTC (the default TIME_ZONE): a moment read in UTC (as the databases give them) is written as it
+    # is, without astimezone, which costs four times the isoformat.
+    shown_in_utc = zone is UTC or getattr(zone, "key", None) in UTC_ZONE_NAMES
+
     def moment(value: Any) -> Any:  # noqa: ANN401 - as DRF's: a datetime, else whatever DRF makes of it
         if not isinstance(value, datetime) or value.tzinfo is None:
             return drf(value)
-        text = value.astimezone(zone).isoformat()
+        moment_in_zone = value if shown_in_utc and value.tzinfo is UTC else value.astimezone(zone)
+        text = moment_in_zone.isoformat()
         return text[:-6] + "Z" if text.endswith("+00:00") else text
 
     return moment

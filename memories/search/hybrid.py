@@ -25,7 +25,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar, overload
@@ -289,6 +289,50 @@ class Ranked:
     relevant: bool = False
 
 
+class FusedOrder:
+    """The ranked entries of a search in order, each made a Ranked only when a slice of them is asked for (a
+    page shows 50 of up to RANK_CAP + SEMANTIC_CANDIDATES)."""
+
+    def __init__(
+        self,
+        order: list[tuple[int, float | None]],
+        lexical: dict[int, tuple[int, float]],
+        similarity: dict[int, float],
+        relevant: "Callable[[int | None, float | None, int], bool]",
+    ) -> None:
+        # (entry id, fused score or None) in order; each id's (lexical rank, score) and similarity, where found.
+        self._order, self._lexical, self._similarity, self._relevant = order, lexical, similarity, relevant
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def ids(self) -> list[int]:
+        return [entry_id for entry_id, _ in self._order]
+
+    def semantic_only(self) -> list[int]:
+        """The ids only the meaning found."""
+        return [entry_id for entry_id, _ in self._order if entry_id not in self._lexical]
+
+    def _ranked(self, entry_id: int, score: float | None) -> Ranked:
+        rank, lexical_score = self._lexical.get(entry_id, (None, None))
+        similarity = self._similarity.get(entry_id)
+        return Ranked(entry_id, score, rank, lexical_score, similarity, self._relevant(rank, similarity, entry_id))
+
+    @overload
+    def __getitem__(self, index: int) -> Ranked: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Ranked]: ...
+
+    def __getitem__(self, index: int | slice) -> Ranked | list[Ranked]:
+        if isinstance(index, slice):
+            return [self._ranked(entry_id, score) for entry_id, score in self._order[index]]
+        return self._ranked(*self._order[index])
+
+    def __iter__(self) -> Iterator[Ranked]:
+        return iter(self[:])
+
+
 def _matched_terms(query: LexicalQuery, entry: MemoryEntry) -> tuple[str, ...]:
     # As the lexical search names them: the query's words, phrases and typos' variants the folded key or value holds.
     return tuple(term for term in query.named_terms if term in entry.key_folded or term in entry.value_folded)
@@ -326,11 +370,11 @@ class HybridMatches:
         self.nearest = nearest
         self.mean, self.spread = mean, spread
         self.embedded = embedded
-        self._fused: list[Ranked] | None = None
+        self._fused: FusedOrder | None = None
         self._count: int | None = None
 
     @property
-    def fused(self) -> list["Ranked"]:
+    def fused(self) -> "FusedOrder":
         """The ranked entries: the fused ones best first (ties newest first by id), then the word
         ranking's other candidates in its order (their score None)."""
         if self._fused is None:
@@ -341,30 +385,21 @@ class HybridMatches:
                 allowed = set(self._visible(pk__in=[entry_id for entry_id, _ in nearest]).values_list("pk", flat=True))
                 nearest = [(entry_id, similarity) for entry_id, similarity in nearest if entry_id in allowed]
             candidates = self.lexical.candidates
-            fused_ids = [candidate.entry_id for candidate in candidates[:LEXICAL_FUSED]]
-            scores = fuse(fused_ids, nearest)
-            lexical = {candidate.entry_id: (rank, candidate.score) for rank, candidate in enumerate(candidates, 1)}
-            similarity = dict(nearest)
-
-            def ranked(entry_id: int, score: float | None) -> Ranked:
-                rank, lexical_score = lexical.get(entry_id, (None, None))
-                found_by_meaning = similarity.get(entry_id)
-                among_first_words = rank is not None and rank <= LEXICAL_FUSED
-                if found_by_meaning is None:
-                    # An entry without a vector yet (just written; the worker embeds it in seconds) cannot
-                    # be judged by meaning: the words alone decide.
-                    relevant = among_first_words and not self._has_vector(entry_id)
-                else:
-                    relevant = among_first_words or self._stands_out(found_by_meaning)
-                return Ranked(entry_id, score, rank, lexical_score, found_by_meaning, relevant)
-
+            scores = fuse([candidate.entry_id for candidate in candidates[:LEXICAL_FUSED]], nearest)
             best_first = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
             # The word ranking's candidates past its first LEXICAL_FUSED follow in its order, unfused.
-            rest = [candidate.entry_id for candidate in candidates if candidate.entry_id not in scores]
-            self._fused = [ranked(entry_id, score) for entry_id, score in best_first] + [
-                ranked(entry_id, None) for entry_id in rest
-            ]
+            rest = [(candidate.entry_id, None) for candidate in candidates if candidate.entry_id not in scores]
+            lexical = {candidate.entry_id: (rank, candidate.score) for rank, candidate in enumerate(candidates, 1)}
+            self._fused = FusedOrder([*best_first, *rest], lexical, dict(nearest), self._relevant)
         return self._fused
+
+    def _relevant(self, lexical_rank: int | None, similarity: float | None, entry_id: int) -> bool:
+        among_first_words = lexical_rank is not None and lexical_rank <= LEXICAL_FUSED
+        if similarity is None:
+            # An entry without a vector yet (just written; the worker embeds it in seconds) cannot be judged by
+            # meaning: the words alone decide.
+            return among_first_words and not self._has_vector(entry_id)
+        return among_first_words or self._stands_out(similarity)
 
     def _has_vector(self, entry_id: int) -> bool:
         return self.embedded is None or bool((self.embedded == entry_id).any())
@@ -373,7 +408,7 @@ class HybridMatches:
         return self.spread > 0 and (similarity - self.mean) / self.spread >= SEMANTIC_STANDOUT
 
     def _semantic_only(self) -> list[int]:
-        return [fused.entry_id for fused in self.fused if fused.lexical_rank is None]
+        return self.fused.semantic_only()
 
     def count(self) -> int:
         """How many entries it holds, exactly up to COUNT_LIMIT; COUNT_LIMIT + 1 means more."""
@@ -424,13 +459,13 @@ class HybridMatches:
         return self._lexical_queryset() | self._visible(pk__in=self._semantic_only())
 
     def _tail(self) -> QuerySet[MemoryEntry]:
-        fused_ids = [fused.entry_id for fused in self.fused]
+        fused_ids = self.fused.ids()
         return self._lexical_queryset().exclude(pk__in=fused_ids).order_by("-updated", "-id")
 
     def entry_ids(self, limit: int) -> list[int]:
         """The ids of self[0:limit], in order, without reading the entries (for callers that read
         only a few of their columns). The fused ids are the user's own vectors' and candidates'."""
-        ids = [fused.entry_id for fused in self.fused[:limit]]
+        ids = self.fused.ids()[:limit]
         wanted = limit - len(ids)
         if wanted > 0 and self.lexical.count() > len(self.lexical.candidates):
             ids += self._tail().values_list("pk", flat=True)[:wanted]
