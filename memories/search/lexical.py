@@ -27,8 +27,9 @@ number (memories_searchscope) << 32 plus the entry's id, so every search reads o
 rowids of each index and nothing of other users (bm25's word statistics are still the hub's).
 Matches past the ranked candidates come newest first: when at most COUNT_LIMIT entries match, the
 indexes give their ids; beyond, the user's entries are read newest first until the page is full.
-PostgreSQL: a GIN index over the words of the folded key and value, and pg_trgm indexes over both
-for substrings.
+PostgreSQL (migration 0020): each entry's words are a stored tsvector (POSTGRES_WORDS_COLUMN), made when
+it is written; a GIN index over them and pg_trgm GIN indexes over the folded key and value for substrings,
+each leading with (owner_id, uid) through btree_gin, so a search reads one user's rows of them alone.
 """
 
 import dataclasses
@@ -75,9 +76,12 @@ SCOPE_WEIGHT, KEY_WEIGHT, VALUE_WEIGHT = 0.0, 4.0, 1.0
 # PostgreSQL: how many entries of the hub holding a term are counted for its weight (rarer words weigh more),
 # when the planner's statistics do not say (before the first ANALYZE).
 DOCUMENT_FREQUENCY_LIMIT = 10_000
-# PostgreSQL: how long a process keeps the words index's statistics (they change with each ANALYZE).
+# PostgreSQL: how long a process keeps the words' statistics (they change with each ANALYZE).
 WORD_STATISTICS_SECONDS = 60.0
-# The GIN index over POSTGRES_WORDS (migration 0007), whose statistics say how common each word is.
+# The entry's words, weighted (the folded key A, the folded value D): a stored column, generated from them
+# (migration 0020), whose statistics say how common each word is.
+POSTGRES_WORDS_COLUMN = "folded_words"
+# The GIN index over (owner_id, uid, POSTGRES_WORDS_COLUMN) (migration 0020).
 POSTGRES_WORDS_INDEX = "memory_entry_folded_words"
 # PostgreSQL: every GIN index a search reads, the words one and the substrings' over the folded key and value.
 POSTGRES_SEARCH_INDEXES = (POSTGRES_WORDS_INDEX, "memory_entry_key_folded_trgm", "memory_entry_value_folded_trgm")
@@ -86,11 +90,7 @@ POSTGRES_RANK_WEIGHTS = "{0.25, 0, 0, 1.0}"
 # ts_rank's normalization: none. Dividing by the entry's length (1 or 2, as bm25 weighs length) ranked an
 # entry holding one word in its key above one holding both words asked for, which bm25 does not.
 POSTGRES_RANK_NORMALIZATION = 0
-# The same expression as the GIN index of migration 0004, so the planner can use it.
-POSTGRES_WORDS = (
-    f"(setweight(to_tsvector('simple'::regconfig, {ENTRY_TABLE}.key_folded), 'A') || "
-    f"setweight(to_tsvector('simple'::regconfig, {ENTRY_TABLE}.value_folded), 'D'))"
-)
+POSTGRES_WORDS = f"{ENTRY_TABLE}.{POSTGRES_WORDS_COLUMN}"
 
 # Words a question is made of that say nothing about which memory is meant. Folded, like queries.
 STOP_WORDS = frozenset(
@@ -295,7 +295,7 @@ def _idf(documents: float, holding: float) -> float:
 
 @dataclass(frozen=True)
 class WordStatistics:
-    """PostgreSQL's statistics of the words index, from the entry table's last ANALYZE: the table's size,
+    """PostgreSQL's statistics of the entries' words, from the entry table's last ANALYZE: the table's size,
     the most common words with the share of entries holding each, and the least share listed (a word not
     listed is held by fewer)."""
 
@@ -315,7 +315,7 @@ _statistics: dict[str, tuple[float, WordStatistics | None]] = {}
 
 
 def _word_statistics_postgres() -> WordStatistics | None:
-    """The words index's statistics (pg_stats of the index's expression), read at most every
+    """The words' statistics (pg_stats of POSTGRES_WORDS_COLUMN), read at most every
     WORD_STATISTICS_SECONDS per process; None before the first ANALYZE has made them."""
     now = time.monotonic()
     with _statistics_lock:
@@ -326,8 +326,8 @@ def _word_statistics_postgres() -> WordStatistics | None:
         cursor.execute(
             "SELECT greatest(c.reltuples, 1), s.most_common_elems::text::text[], s.most_common_elem_freqs "
             "FROM pg_class AS c LEFT JOIN pg_stats AS s ON s.schemaname = current_schema() AND s.tablename = %s "
-            "WHERE c.oid = %s::regclass",
-            [POSTGRES_WORDS_INDEX, ENTRY_TABLE],
+            "AND s.attname = %s WHERE c.oid = %s::regclass",
+            [ENTRY_TABLE, POSTGRES_WORDS_COLUMN, ENTRY_TABLE],
         )
         row = cursor.fetchone()
     statistics = None
@@ -640,6 +640,32 @@ def _count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQ
         return cursor.fetchone()[0]
 
 
+def _count_postgres(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
+    """How many of the user's entries match the query (and pass the filter), up to limit, in one statement of
+    fixed SQL (matches() through the ORM costs more to compile than to run): each substring through the
+    user's rows of the trigram indexes, short words and typos' variants through those of the words index."""
+    holds: list[str] = []
+    params: list[str | int] = []
+    for text in query.substrings:
+        pattern = f"%{connection.ops.prep_for_like_query(text)}%"
+        holds.append(f"{ENTRY_TABLE}.key_folded LIKE %s OR {ENTRY_TABLE}.value_folded LIKE %s")
+        params += [pattern, pattern]
+    if query.whole_words:
+        tsquery, words_params = _postgres_query(query.whole_words)
+        holds.append(f"{POSTGRES_WORDS} @@ {tsquery}")
+        params += words_params
+    if not holds:
+        return 0
+    filter_sql, filter_params = filters.sql()
+    sql = (
+        f"SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
+        f"AND ({' OR '.join(holds)}) LIMIT %s) AS matched"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [owner_id, uid, *filter_params, *params, limit])
+        return cursor.fetchone()[0]
+
+
 def _tail_sqlite(
     owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, *, columns: str, exclude: list[int], many: bool
 ) -> tuple[str, list[str | int]]:
@@ -764,7 +790,7 @@ class LexicalMatches:
         """How many entries match, exactly up to COUNT_LIMIT; COUNT_LIMIT + 1 means more."""
         if self._count is None:
             if connection.vendor == "postgresql":
-                self._count = self._queryset()[: COUNT_LIMIT + 1].count()
+                self._count = _count_postgres(self.owner_id, self.uid, self.filters, self.query, COUNT_LIMIT + 1)
             elif len(self.candidates) == RANK_CAP and (
                 _word_count_sqlite(self.owner_id, self.uid, self.filters, self.query, COUNT_LIMIT + 1) > COUNT_LIMIT
             ):

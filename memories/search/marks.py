@@ -1,11 +1,17 @@
-"""Whether a SQLite database may have changed since a connection last looked: the mark a per-process cache
-keeps beside what it read, so that it asks the database again only when the mark has moved.
+"""Whether a database may have changed since a connection last looked: the mark a per-process cache keeps
+beside what it read, so that it asks the database again only when the mark has moved.
 
-`PRAGMA data_version` moves whenever another connection, of this process or another, commits a change,
-and the connection's own `total_changes` whenever it writes a row: while both hold still on one
-connection, nothing was written to the database in between. On other databases there is no mark (the
-cache asks every time), nor on an in-memory SQLite database: connections to one shared in-memory
-database share a page cache, so its data_version would not show another one's commits.
+SQLite: `PRAGMA data_version` moves whenever another connection, of this process or another, commits a
+change, and the connection's own `total_changes` whenever it writes a row: while both hold still on one
+connection, nothing was written to the database in between. There is no mark on an in-memory SQLite
+database: connections to one shared in-memory database share a page cache, so its data_version would not
+show another one's commits.
+
+PostgreSQL: the server's write-ahead log insert position. Every row written to a logged table, and every
+commit and rollback, is logged before it takes effect, so while the position holds still nothing was
+written, by any connection. The position is the whole server's: writes to other databases move it too, which
+only makes a cache ask again. Reading it is one round trip, where the counts it spares read thousands of
+index rows. A standby (read-only, replaying another server's log) has no mark.
 """
 
 import sqlite3
@@ -14,29 +20,42 @@ from dataclasses import dataclass
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 
+# The log's insert position, as text; NULL on a standby, where it cannot be read.
+POSTGRES_MARK_SQL = "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text END"
+# What a PostgreSQL mark is taken from: the server, whichever of its connections reads the position.
+POSTGRES_SERVER = "postgresql"
+
 
 @dataclass(frozen=True, eq=False)
 class Mark:
-    """One connection's view of the database at one moment."""
+    """A view of the database at one moment: of one SQLite connection, or of the PostgreSQL server."""
 
     # Compared by identity: a kept mark holds its connection, so the connection's id is never reused.
-    connection: sqlite3.Connection
-    version: int
+    source: sqlite3.Connection | str
+    version: int | str
     changes: int
 
     def same(self, kept: "Mark | None") -> bool:
         """Whether nothing was written to the database between kept and this mark."""
         return (
             kept is not None
-            and kept.connection is self.connection
+            and kept.source is self.source
             and (kept.version, kept.changes) == (self.version, self.changes)
         )
 
 
-def database_mark() -> Mark | None:
-    """The mark of this thread's connection now (take it before reading what it will vouch for: a write
-    after it then moves the next mark); None where there is none. Reads no table."""
+def database_mark(*, round_trip: bool = True) -> Mark | None:
+    """The mark of the database now, read through this thread's connection (take it before reading what it will
+    vouch for: a write after it then moves the next mark); None where there is none, or, without round_trip,
+    where reading it asks the server (PostgreSQL). Reads no table."""
     wrapper = connections[DEFAULT_DB_ALIAS]
+    if wrapper.vendor == "postgresql":
+        if not round_trip:
+            return None
+        with wrapper.cursor() as cursor:
+            cursor.execute(POSTGRES_MARK_SQL)
+            (position,) = cursor.fetchone()
+        return None if position is None else Mark(POSTGRES_SERVER, position, 0)
     if not isinstance(wrapper, SQLiteDatabaseWrapper) or wrapper.is_in_memory_db():
         return None
     wrapper.ensure_connection()

@@ -6,8 +6,9 @@ latest embedding time of that user's vectors), so a search at 10,000 entries rea
 the user's vectors changed. Works on every database (SQLite without extensions, PostgreSQL without
 pgvector). Nothing from another account or user is ever read.
 
-On a SQLite file the aggregate (3 ms at 10,000 vectors) is asked only when the database may have changed
-since it was last asked (memories.search.marks: one pragma that reads no table).
+The aggregate (3 ms at 10,000 vectors on SQLite) is asked only when the database may have changed since it
+was last asked (memories.search.marks: on SQLite one pragma, on PostgreSQL the log's position; neither reads
+a table).
 
 The search is in two steps, so the query can be embedded meanwhile: `user_matrix` reads (or checks) the
 vectors on the request's thread and connection; `nearest_in` is numpy alone, on any thread.

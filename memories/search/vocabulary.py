@@ -12,9 +12,9 @@ and after a change of an entry's text, also the words it held before, until the 
 such a word is then taken as held (no variants are sought for it) and as a variant it matches nothing.
 Nothing of another account or user is ever read.
 
-On SQLite the stamp itself (a count over the user's index, 1 to 2 ms at 10,000 entries) is skipped while
-the database is unchanged: each look-up takes the connection's mark (memories.search.marks), and words
-checked on the same connection under the same mark are still the user's words.
+The stamp itself (a count over the user's index, 1 to 2 ms at 10,000 entries) is skipped while the
+database is unchanged: each look-up takes the database's mark (memories.search.marks: on SQLite the
+connection's, on PostgreSQL the server's), and words checked under the same mark are still the user's words.
 """
 
 import threading
@@ -102,8 +102,10 @@ def user_words(owner_id: int, uid: str, words_of: WordsOf) -> frozenset[str] | s
 
 def user_words_unchanged(owner_id: int, uid: str) -> frozenset[str] | set[str] | None:
     """The user's words when they are kept and the database has not changed since they were last checked
-    (SQLite); otherwise None (ask user_words). Reads no table."""
-    mark = database_mark()
+    (memories.search.marks); otherwise None (ask user_words). Reads no table, and asks the server nothing: on
+    PostgreSQL, where the mark is a round trip, it is always None (a search asks user_words only when a word
+    is in none of its candidates)."""
+    mark = database_mark(round_trip=False)
     if mark is None:
         return None
     with _lock:

@@ -6,6 +6,7 @@ matching rule are the same on both.
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -323,3 +324,42 @@ def test_the_search_indexes_pending_lists_stay_small_as_entries_are_written(owne
             cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [index])
             # pages of 8 kB
             assert cursor.fetchone()[0] <= 256 // 8, index
+
+
+def test_a_search_reads_the_users_own_rows_of_the_postgresql_indexes(owner, stranger):
+    # Migration 0020: the words and substring indexes lead with (owner, uid), so a search looks a word up among
+    # the user's rows of an index alone, instead of among every row of the hub holding it, intersected with
+    # the user's rows of another index.
+    if connection.vendor != "postgresql":
+        return
+    records = [
+        ImportRecord(uid="alice", key=f"note-{number}", value=f"drinks coffee at {number}") for number in range(40)
+    ]
+    # Enough of the user's own entries that reading all of them costs more than reading the index's few.
+    records += [ImportRecord(uid="alice", key=f"n{number}", value=f"filler {number}") for number in range(3000)]
+    entries_import(owner=owner, records=records)
+    entries_import(owner=owner, records=[ImportRecord(uid="bob", key="drink", value="coffee")])
+    entries_import(owner=stranger, records=[ImportRecord(uid="alice", key="drink", value="coffee")])
+    matches = lexical.LexicalMatches(owner_id=owner.pk, uid="alice", kind=None, query_text="coffee cafe")
+    with CaptureQueriesContext(connection) as captured:
+        assert len(matches[0:50]) == 40
+        assert matches.count() == 40
+    # The ranked candidates: each word's hits among the user's entries. (The count's substrings read the same
+    # way on a hub's table; on one this small, the planner rightly reads the owner's rows instead.)
+    statements = [query["sql"] for query in captured.captured_queries if "ts_rank" in query["sql"]]
+    assert statements
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {lexical.ENTRY_TABLE}")
+        # A table this small is read whole faster than through any index (a hub's is not): which index answers is
+        # what is asked here.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        for sql in statements:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "BitmapAnd" not in plan and "owner_uid_key" not in plan, plan
+            user_index_reads = [
+                line
+                for line in plan.splitlines()
+                if "Index Cond" in line and f"owner_id = {owner.pk}" in line and "uid)::text = 'alice'" in line
+            ]
+            assert user_index_reads and all("folded" in line for line in user_index_reads), plan
