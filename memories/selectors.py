@@ -196,11 +196,16 @@ def entry_search(
     kind: str | None = None,
     match: str = MATCH_RANKED,
     filters: EntryFilter | None = None,
+    counted: bool = False,
 ) -> search.SearchAnswer:
-    """entry_find's entries, and whether the semantic side took part (and why not, when it failed)."""
+    """entry_find's entries, and whether the semantic side took part (and why not, when it failed). counted: the
+    caller will count them (a page of results does), so they are counted as they are ranked where that saves a
+    statement."""
     filters = filter_with_kind(filters, kind)
     if match == MATCH_RANKED:
-        matches = search.LexicalMatches(owner_id=owner.pk, uid=uid, kind=None, query_text=query_text, filters=filters)
+        matches = search.LexicalMatches(
+            owner_id=owner.pk, uid=uid, kind=None, query_text=query_text, filters=filters, counted=counted
+        )
         if matches.parsed.indexed:
             return search.hybrid_search(owner=owner, lexical=matches, query_text=query_text)
     entries = user_entries(owner=owner, uid=uid, filters=filters)

@@ -237,7 +237,9 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         sort = default_sort
     ranking_note = ""
     if query_text:
-        found = selectors.entry_search(owner=scope.owner, uid=uid, query_text=query_text, kind=kind or None)
+        found = selectors.entry_search(
+            owner=scope.owner, uid=uid, query_text=query_text, kind=kind or None, counted=True
+        )
         entries = found.entries
         if found.semantic == search.Semantic.UNAVAILABLE:
             ranking_note = f"Searched by words alone: search by meaning is unavailable ({found.reason})."

@@ -304,7 +304,12 @@ class MemoryViewSet(HubViewSet):
             raise serializers.ValidationError({"match": [f"must be one of {', '.join(selectors.MATCH_MODES)}."]})
         if query_text:
             found = selectors.entry_search(
-                owner=request_account(request), uid=uid, query_text=query_text, filters=filters, match=match
+                owner=request_account(request),
+                uid=uid,
+                query_text=query_text,
+                filters=filters,
+                match=match,
+                counted=True,
             )
             if isinstance(found.entries, LexicalMatches | HybridMatches):
                 # Each result written straight from the values it shows, without building its entry.

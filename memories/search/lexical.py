@@ -348,9 +348,34 @@ def word_statistics_clear() -> None:
         _statistics.clear()
 
 
+@dataclass(frozen=True)
+class PostgresCandidates:
+    """What one statement on PostgreSQL answers for a query: the ranked candidates (as _candidates_sqlite's
+    rows), the query's terms that some entry holds whole (among those the filter lets through), and, when
+    asked, how many entries match (count_postgres' answer)."""
+
+    rows: list[tuple]
+    held: frozenset[str]
+    count: int | None
+
+
+def _holding_sql(term: str, known: dict[str, float], counted: list[str]) -> tuple[str, list[float]]:
+    """How many entries of the hub hold the term, as SQL over the frequency row, and its parameters."""
+    if term in known:
+        return "greatest(%s::float8, 1)", [known[term]]
+    return f"greatest(frequency.c{counted.index(term)}, 1)::float8", []
+
+
 def _candidates_postgres(
-    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int, *, with_text: bool
-) -> list[tuple]:
+    owner_id: int,
+    uid: str,
+    filters: EntryFilter,
+    query: LexicalQuery,
+    limit: int,
+    *,
+    with_text: bool,
+    count_limit: int | None = None,
+) -> PostgresCandidates:
     """Ranked as bm25 would on SQLite, as far as PostgreSQL allows: ts_rank of each term (a hit in
     the key weighs four times one in the value, more hits weigh more) times the term's inverse
     document frequency over the hub, added up; ts_rank alone knows nothing of rare words.
@@ -359,6 +384,11 @@ def _candidates_postgres(
     scan); a rarer one is counted through the GIN index, up to what the least common listed word holds
     (a few rows); a phrase holds at most what its rarest word does. Before any ANALYZE, every term is
     counted, up to DOCUMENT_FREQUENCY_LIMIT.
+
+    One statement: the scores are added up, and the candidates ordered, in the server (each candidate's
+    words are stored, migration 0020); it also says which terms some entry holds (a typo is sought only for
+    a word none holds) and, with count_limit, how many entries match (count_postgres), so a page of few
+    candidates asks for no count of its own.
     """
     terms = query.ranking_terms
     statistics = _word_statistics_postgres()
@@ -374,61 +404,75 @@ def _candidates_postgres(
         if statistics is None
         else max(1, min(DOCUMENT_FREQUENCY_LIMIT, math.ceil(statistics.least_listed * statistics.documents) + 1))
     )
-    words_of = {term: term.split() for term in terms}
     if statistics is not None:
-        for term, words in words_of.items():
+        for term in terms:
+            words = term.split()
             # A phrase of common words holds at most what its rarest word holds.
             if len(words) > 1 and all(word in known for word in words):
                 known[term] = min(known[word] for word in words)
     counted = [term for term in terms if term not in known]
     term_query = "phraseto_tsquery('simple'::regconfig, %s)"
     filter_sql, filter_params = filters.sql()
-    ranks = ", ".join(
-        f"ts_rank('{POSTGRES_RANK_WEIGHTS}', candidate.words, {term_query}, {POSTGRES_RANK_NORMALIZATION})"
-        for _ in terms
-    )
-    frequencies = "".join(
-        f", (SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {term_query} LIMIT %s) AS d)"
-        for _ in counted
-    )
+    params: list[Any] = []
     # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
     # cannot crowd out a rare one). MATERIALIZED: each term's hits come from the GIN index; left to
     # itself, the planner may walk the primary key backwards and test every row of the hub.
-    gathers = [
-        f"hits{number} AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
-        f"AND {POSTGRES_WORDS} @@ {term_query})"
-        for number in range(len(terms))
-    ]
+    gathers = []
+    for number, term in enumerate(terms):
+        gathers.append(
+            f"hits{number} AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s"
+            f"{filter_sql} AND {POSTGRES_WORDS} @@ {term_query})"
+        )
+        params += [owner_id, uid, *filter_params, term]
     newest = " UNION ".join(f"(SELECT id FROM hits{number} ORDER BY id DESC LIMIT %s)" for number in range(len(terms)))
-    # OFFSET 0: each candidate's words (its tsvector) are computed once, not once per term's ts_rank.
+    params += [limit] * len(terms)
+    frequencies = "".join(
+        f", (SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {term_query} "
+        f"LIMIT %s) AS d) AS c{number}"
+        for number in range(len(counted))
+    )
+    for term in counted:
+        params += [term, counted_limit]
+    # Each term's share: its inverse document frequency (_idf) times its ts_rank, added up in the terms' order.
+    shares = []
+    for term in terms:
+        held_by, holding_params = _holding_sql(term, known, counted)
+        shares.append(
+            f"ln(1 + (greatest(frequency.documents, {held_by}) - {held_by} + 0.5) / ({held_by} + 0.5)) * "
+            f"ts_rank('{POSTGRES_RANK_WEIGHTS}', candidate.words, {term_query}, {POSTGRES_RANK_NORMALIZATION})"
+        )
+        params += [*holding_params, *holding_params, *holding_params, term]
+    text = ", candidate.key_folded, candidate.value_folded" if with_text else ""
+    held = ", ".join(f"EXISTS (SELECT 1 FROM hits{number})" for number in range(len(terms)))
+    count_sql, count_params = "NULL::bigint", list[Any]()
+    if count_limit is not None:
+        count_sql, count_params = _count_postgres_sql(owner_id, uid, filters, query, count_limit)
+        count_sql = f"({count_sql})"
     sql = (
         f"WITH {', '.join(gathers)}, newest AS ({newest}), "
         # The table's size as of its last ANALYZE (import_memories runs one); never below a term's count.
-        f"frequency AS MATERIALIZED (SELECT greatest(reltuples, 1) AS documents{frequencies} "
-        f"FROM pg_class WHERE oid = '{ENTRY_TABLE}'::regclass) "
-        f"SELECT candidate.id, candidate.updated, candidate.key_folded, candidate.value_folded, "
-        f"frequency.*, {ranks} FROM (SELECT {ENTRY_TABLE}.id, {ENTRY_TABLE}.updated, {ENTRY_TABLE}.key_folded, "
-        f"{ENTRY_TABLE}.value_folded, {POSTGRES_WORDS} AS words "
-        f"FROM newest JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = newest.id OFFSET 0) AS candidate CROSS JOIN frequency"
+        f"frequency AS MATERIALIZED (SELECT greatest(reltuples, 1)::float8 AS documents{frequencies} "
+        f"FROM pg_class WHERE oid = '{ENTRY_TABLE}'::regclass), "
+        f"ranked AS (SELECT candidate.id, candidate.updated{text}, {' + '.join(shares)} AS score "
+        f"FROM (SELECT {ENTRY_TABLE}.id, {ENTRY_TABLE}.updated, {ENTRY_TABLE}.key_folded, {ENTRY_TABLE}.value_folded, "
+        f"{POSTGRES_WORDS} AS words FROM newest JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = newest.id) AS candidate "
+        f"CROSS JOIN frequency ORDER BY score DESC, candidate.updated DESC, candidate.id DESC LIMIT %s) "
+        # One row at least, for what holds of the whole query when no entry is a candidate.
+        f"SELECT ranked.id, ranked.score{text.replace('candidate.', 'ranked.')}, ARRAY[{held}], {count_sql} "
+        f"FROM (SELECT 1) AS one LEFT JOIN ranked ON true "
+        f"ORDER BY ranked.score DESC, ranked.updated DESC, ranked.id DESC"
     )
-    params: list[str | int] = []
-    for term in terms:
-        params += [owner_id, uid, *filter_params, term]
-    params += [limit] * len(terms)
-    for term in counted:
-        params += [term, counted_limit]
-    params += terms
+    params += [limit, *count_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    ranked = []
-    for entry_id, updated, key_folded, value_folded, documents, *rest in rows:
-        holds = {**known, **dict(zip(counted, rest[: len(counted)], strict=True))}
-        term_ranks = rest[len(counted) :]
-        score = sum(_idf(documents, max(holds[term], 1)) * rank for term, rank in zip(terms, term_ranks, strict=True))
-        ranked.append((entry_id, score, updated, key_folded, value_folded))
-    ranked.sort(key=lambda row: (-row[1], -row[2].timestamp(), -row[0]))
-    return [(row[0], row[1], row[3], row[4]) if with_text else (row[0], row[1]) for row in ranked[:limit]]
+    first = rows[0]
+    width = 4 if with_text else 2
+    return PostgresCandidates(
+        rows=[row[:width] for row in rows if row[0] is not None],
+        held=frozenset(term for term, holds in zip(terms, first[width], strict=True) if holds),
+        count=first[width + 1],
+    )
 
 
 # What a substitution or an insertion may put in a word, besides the word's own letters.
@@ -488,6 +532,37 @@ def _variants_held(query: LexicalQuery, words: frozenset[str] | set[str]) -> tup
     return tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
 
 
+def _ranked_postgres(
+    owner_id: int,
+    uid: str,
+    filters: EntryFilter,
+    query: LexicalQuery,
+    limit: int,
+    *,
+    with_text: bool,
+    count_limit: int | None = None,
+) -> tuple[LexicalQuery, PostgresCandidates]:
+    """ranked_candidates on PostgreSQL, with what the statement says besides (PostgresCandidates): one
+    statement when every word is held by some entry, and when one is not, the user's words
+    (memories.search.vocabulary) and a second statement with the typos' variants, if any."""
+    found = _candidates_postgres(owner_id, uid, filters, query, limit, with_text=with_text, count_limit=count_limit)
+    absent = [word for word in query.typo_candidates if word not in found.held]
+    if not absent:
+        return query, found
+    words = user_words(owner_id, uid, _words_of)
+    absent = [word for word in absent if word not in words]
+    if not absent:
+        return query, found
+    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
+    held_variants = tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
+    if not held_variants:
+        return query, found
+    query = dataclasses.replace(query, variants=held_variants)
+    return query, _candidates_postgres(
+        owner_id, uid, filters, query, limit, with_text=with_text, count_limit=count_limit
+    )
+
+
 def ranked_candidates(
     owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int, *, with_text: bool = True
 ) -> tuple[LexicalQuery, list[tuple]]:
@@ -499,7 +574,10 @@ def ranked_candidates(
     variants are found first, from those words alone, and the candidates read once: a word a candidate
     holds is one of the user's words, so the variants are the same as typo_variants_find's.
     """
-    fetch = _candidates_postgres if connection.vendor == "postgresql" else _candidates_sqlite
+    if connection.vendor == "postgresql":
+        query, found = _ranked_postgres(owner_id, uid, filters, query, limit, with_text=with_text)
+        return query, found.rows
+    fetch = _candidates_sqlite
     if query.typo_candidates:
         kept = user_words_unchanged(owner_id, uid)
         if kept is not None:
@@ -640,12 +718,15 @@ def _count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQ
         return cursor.fetchone()[0]
 
 
-def _count_postgres(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
-    """How many of the user's entries match the query (and pass the filter), up to limit, in one statement of
-    fixed SQL (matches() through the ORM costs more to compile than to run): each substring through the
-    user's rows of the trigram indexes, short words and typos' variants through those of the words index."""
+def _count_postgres_sql(
+    owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int
+) -> tuple[str, list[Any]]:
+    """SQL counting the user's entries that match the query (and pass the filter), up to limit, and its
+    parameters: each substring through the user's rows of the trigram indexes, short words and typos'
+    variants through those of the words index. Fixed SQL: matches() through the ORM costs more to compile
+    than to run."""
     holds: list[str] = []
-    params: list[str | int] = []
+    params: list[Any] = []
     for text in query.substrings:
         pattern = f"%{connection.ops.prep_for_like_query(text)}%"
         holds.append(f"{ENTRY_TABLE}.key_folded LIKE %s OR {ENTRY_TABLE}.value_folded LIKE %s")
@@ -655,14 +736,20 @@ def _count_postgres(owner_id: int, uid: str, filters: EntryFilter, query: Lexica
         holds.append(f"{POSTGRES_WORDS} @@ {tsquery}")
         params += words_params
     if not holds:
-        return 0
+        return "SELECT 0", []
     filter_sql, filter_params = filters.sql()
     sql = (
         f"SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
         f"AND ({' OR '.join(holds)}) LIMIT %s) AS matched"
     )
+    return sql, [owner_id, uid, *filter_params, *params, limit]
+
+
+def _count_postgres(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
+    """How many of the user's entries match the query (and pass the filter), up to limit."""
+    sql, params = _count_postgres_sql(owner_id, uid, filters, query, limit)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [owner_id, uid, *filter_params, *params, limit])
+        cursor.execute(sql, params)
         return cursor.fetchone()[0]
 
 
@@ -751,9 +838,19 @@ class LexicalMatches:
     """
 
     def __init__(
-        self, *, owner_id: int, uid: str, kind: str | None, query_text: str, filters: EntryFilter | None = None
+        self,
+        *,
+        owner_id: int,
+        uid: str,
+        kind: str | None,
+        query_text: str,
+        filters: EntryFilter | None = None,
+        counted: bool = False,
     ) -> None:
         self.owner_id, self.uid, self.kind = owner_id, uid, kind
+        # Whether the caller will count the matches (a page does): PostgreSQL then counts them in the statement
+        # that ranks the candidates. Others (a few of the best) are counted by count() only if they ask.
+        self.counted = counted
         # What the matches are narrowed to beyond the user: kind folded in, expired entries left out.
         self.filters = filter_with_kind(filters, kind)
         self.parsed = query_parse(query_text)
@@ -781,13 +878,30 @@ class LexicalMatches:
             self._query, self._candidates = self.parsed, []
             return
         # Only ids and scores: the page's entries are read with their texts.
-        self._query, rows = ranked_candidates(
-            self.owner_id, self.uid, self.filters, self.parsed, RANK_CAP, with_text=False
-        )
+        if connection.vendor == "postgresql":
+            # When the matches are to be counted, the count comes with the candidates, in the same statement.
+            self._query, found = _ranked_postgres(
+                self.owner_id,
+                self.uid,
+                self.filters,
+                self.parsed,
+                RANK_CAP,
+                with_text=False,
+                count_limit=COUNT_LIMIT + 1 if self.counted else None,
+            )
+            rows = found.rows
+            if found.count is not None:
+                self._count = found.count
+        else:
+            self._query, rows = ranked_candidates(
+                self.owner_id, self.uid, self.filters, self.parsed, RANK_CAP, with_text=False
+            )
         self._candidates = [Candidate(entry_id=row[0], score=row[1]) for row in rows]
 
     def count(self) -> int:
         """How many entries match, exactly up to COUNT_LIMIT; COUNT_LIMIT + 1 means more."""
+        # Ranked first: the query's typos' variants are found with the candidates (and, counted, the count).
+        self.candidates  # noqa: B018
         if self._count is None:
             if connection.vendor == "postgresql":
                 self._count = _count_postgres(self.owner_id, self.uid, self.filters, self.query, COUNT_LIMIT + 1)
