@@ -501,6 +501,12 @@ def _held_whole(word: str, candidate_texts: list[tuple[str, str]]) -> bool:
     return any(word in text and word in WORD_PATTERN.findall(text) for texts in candidate_texts for text in texts)
 
 
+def _variants_among(query: LexicalQuery, absent: list[str], words: frozenset[str] | set[str]) -> tuple[str, ...]:
+    """The words one edit away from the absent ones (but the query's own words) that words holds, in order."""
+    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
+    return tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
+
+
 def typo_variants_find(
     query: LexicalQuery, candidate_texts: list[tuple[str, str]], owner_id: int, uid: str
 ) -> tuple[str, ...]:
@@ -518,8 +524,7 @@ def typo_variants_find(
     absent = [word for word in absent if word not in words]
     if not absent:
         return ()
-    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
-    return tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
+    return _variants_among(query, absent, words)
 
 
 def _variants_held(query: LexicalQuery, words: frozenset[str] | set[str]) -> tuple[str, ...]:
@@ -528,8 +533,7 @@ def _variants_held(query: LexicalQuery, words: frozenset[str] | set[str]) -> tup
     absent = [word for word in query.typo_candidates if word not in words]
     if not absent:
         return ()
-    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
-    return tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
+    return _variants_among(query, absent, words)
 
 
 def _ranked_postgres(
@@ -553,8 +557,7 @@ def _ranked_postgres(
     absent = [word for word in absent if word not in words]
     if not absent:
         return query, found
-    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
-    held_variants = tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
+    held_variants = _variants_among(query, absent, words)
     if not held_variants:
         return query, found
     query = dataclasses.replace(query, variants=held_variants)

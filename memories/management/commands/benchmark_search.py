@@ -77,7 +77,8 @@ class Command(BaseCommand):
         for label, word in (("common", workload.COMMON_WORD), ("rare", workload.RARE_WORD)):
 
             def page(number: int, word: str = word) -> None:
-                found = selectors.entry_find(owner=account, uid=uid, query_text=word)
+                # As the API reads a page: counted (on PostgreSQL, the count comes with the candidates).
+                found = selectors.entry_search(owner=account, uid=uid, query_text=word, counted=True).entries
                 list(found[0 : API_PAGE + 1])
                 found.count()
 
