@@ -333,9 +333,12 @@ def _word_statistics_postgres() -> WordStatistics | None:
     statistics = None
     if row is not None and row[1] and row[2]:
         documents, words, shares = row
-        # The shares end with three more: the least and greatest share listed, and that of empty rows.
+        # The shares of the words listed, then (after as many as there are words) the least and greatest of them,
+        # and for arrays, not tsvectors, the share of empty rows: the least is read from the words' own.
         statistics = WordStatistics(
-            documents=float(documents), common=dict(zip(words, shares, strict=False)), least_listed=shares[-3]
+            documents=float(documents),
+            common=dict(zip(words, shares, strict=False)),
+            least_listed=min(shares[: len(words)]),
         )
     with _statistics_lock:
         _statistics[connection.alias] = (now, statistics)
