@@ -68,6 +68,26 @@ def test_postgresql_connections_write_dates_in_iso_whatever_the_server_says_and_
 
 
 @pytest.mark.slow
+def test_postgresql_statements_are_bound_and_prepared_by_the_server_unless_turned_off():
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "options = settings.DATABASES['default']['OPTIONS']; "
+        "print(options.get('server_side_binding'), options.get('prepare_threshold'))"
+    )
+    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "DB_SERVER_SIDE_BINDING")}
+    env.update(SECRET_KEY="k", DJANGO_SETTINGS_MODULE="memoryhub.settings", DATABASE_URL="postgres://hub:pw@h/hub")
+    default, off = (
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env | extra, capture_output=True, text=True, timeout=60
+        )
+        for extra in ({}, {"DB_SERVER_SIDE_BINDING": "0"})
+    )
+
+    assert default.stdout.strip() == "True 5", default.stderr
+    assert off.stdout.strip() == "None None", off.stderr
+
+
+@pytest.mark.slow
 def test_a_bad_boolean_or_number_is_named():
     bad_bool = _load_settings(SECRET_KEY="k", DEBUG="maybe")
     bad_int = _load_settings(SECRET_KEY="k", MEMORYHUB_MAX_VALUE_BYTES="lots")

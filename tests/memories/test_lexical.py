@@ -363,3 +363,22 @@ def test_a_search_reads_the_users_own_rows_of_the_postgresql_indexes(owner, stra
                 if "Index Cond" in line and f"owner_id = {owner.pk}" in line and "uid)::text = 'alice'" in line
             ]
             assert user_index_reads and all("folded" in line for line in user_index_reads), plan
+
+
+def test_a_search_asked_again_and_again_is_planned_once_on_postgresql(owner):
+    # Server-side binding (settings.DB_SERVER_SIDE_BINDING, on unless turned off): psycopg prepares a statement its
+    # connection has run five times, and the server then plans it once instead of at every search.
+    from django.conf import settings
+
+    if connection.vendor != "postgresql":
+        return
+    _import(owner, "alice", {"drink": "black coffee", "sport": "runs marathons"})
+    for _ in range(6):
+        assert [
+            entry.key
+            for entry in lexical.LexicalMatches(owner_id=owner.pk, uid="alice", kind=None, query_text="coffee")[0:10]
+        ] == ["drink"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [statement for (statement,) in cursor.fetchall()]
+    assert any("ts_rank" in statement for statement in prepared) == settings.DB_SERVER_SIDE_BINDING, prepared
