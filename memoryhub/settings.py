@@ -127,6 +127,9 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "")
 # Django's SQLite backend, with writers queued by the operating system rather than by SQLite's busy handler
 # (memoryhub/sqlite/base.py says why).
 SQLITE_ENGINE = "memoryhub.sqlite"
+# Django's PostgreSQL backend, with batches that fit the protocol when the server binds parameters
+# (memoryhub/postgresql/base.py).
+POSTGRESQL_ENGINE = "memoryhub.postgresql"
 SQLITE_OPTIONS = {
     # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN, so two
     # writers queue on the busy timeout instead of failing with "database is locked" mid-transaction.
@@ -153,6 +156,8 @@ if DATABASE_URL:
         DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
         DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Django's, with batches that fit PostgreSQL's protocol when the server binds parameters (below).
+        DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
         # Pages read datetimes as text in ISO 8601 (memories/rows.py); a server or database whose DateStyle
         # writes them otherwise (SQL, Postgres, German) would show them as null. Set when the connection
         # starts (no round trip), after any options DATABASE_URL gives.

@@ -37,7 +37,7 @@ def test_database_url_selects_postgresql():
     loaded = _load_settings(SECRET_KEY="k", DATABASE_URL="postgres://hub:pw@127.0.0.1:5432/hub")
 
     assert loaded.returncode == 0, loaded.stderr
-    assert loaded.stdout.split()[0] == "django.db.backends.postgresql"
+    assert loaded.stdout.split()[0] == "memoryhub.postgresql"
 
 
 @pytest.mark.slow
