@@ -288,11 +288,6 @@ def _postgres_query(terms: tuple[str, ...]) -> tuple[str, list[str]]:
     return f"({parts})", list(terms)
 
 
-def _idf(documents: float, holding: float) -> float:
-    """bm25's inverse document frequency, kept above zero (as FTS5 keeps its own)."""
-    return math.log(1 + (max(documents, holding) - holding + 0.5) / (holding + 0.5))
-
-
 @dataclass(frozen=True)
 class WordStatistics:
     """PostgreSQL's statistics of the entries' words, from the entry table's last ANALYZE: the table's size,
@@ -355,7 +350,7 @@ def word_statistics_clear() -> None:
 class PostgresCandidates:
     """What one statement on PostgreSQL answers for a query: the ranked candidates (as _candidates_sqlite's
     rows), the query's terms that some entry holds whole (among those the filter lets through), and, when
-    asked, how many entries match (count_postgres' answer)."""
+    asked, how many entries match (_count_postgres' answer)."""
 
     rows: list[tuple]
     held: frozenset[str]
@@ -390,7 +385,7 @@ def _candidates_postgres(
 
     One statement: the scores are added up, and the candidates ordered, in the server (each candidate's
     words are stored, migration 0020); it also says which terms some entry holds (a typo is sought only for
-    a word none holds) and, with count_limit, how many entries match (count_postgres), so a page of few
+    a word none holds) and, with count_limit, how many entries match (_count_postgres), so a page of few
     candidates asks for no count of its own.
     """
     terms = query.ranking_terms
@@ -436,7 +431,8 @@ def _candidates_postgres(
     )
     for term in counted:
         params += [term, counted_limit]
-    # Each term's share: its inverse document frequency (_idf) times its ts_rank, added up in the terms' order.
+    # Each term's share: its ts_rank times its inverse document frequency as bm25 takes it, kept above zero as
+    # FTS5 keeps its own (ln(1 + (documents - holding + 0.5) / (holding + 0.5))), added up in the terms' order.
     shares = []
     for term in terms:
         held_by, holding_params = _holding_sql(term, known, counted)
@@ -583,27 +579,26 @@ def ranked_candidates(
     if connection.vendor == "postgresql":
         query, found = _ranked_postgres(owner_id, uid, filters, query, limit, with_text=with_text)
         return query, found.rows
-    fetch = _candidates_sqlite
     if query.typo_candidates:
         kept = user_words_unchanged(owner_id, uid)
         if kept is not None:
             variants = _variants_held(query, kept)
             if variants:
                 query = dataclasses.replace(query, variants=variants)
-            return query, fetch(owner_id, uid, filters, query, limit, with_text=with_text)
+            return query, _candidates_sqlite(owner_id, uid, filters, query, limit, with_text=with_text)
     # A query of one word that may be misspelt: any candidate holds it (the words index found it there), so
     # it is no typo when there is one, and there are no texts to look at when there is none.
     one_word = query.ranking_terms == query.typo_candidates and len(query.ranking_terms) == 1
     # Otherwise the texts tell which typo candidates the candidates hold.
     texts = with_text or (bool(query.typo_candidates) and not one_word)
-    rows = fetch(owner_id, uid, filters, query, limit, with_text=texts)
+    rows = _candidates_sqlite(owner_id, uid, filters, query, limit, with_text=texts)
     if not query.typo_candidates or (one_word and rows):
         return query, rows
     variants = typo_variants_find(query, [(row[2], row[3]) for row in rows], owner_id, uid)
     if not variants:
         return query, rows
     query = dataclasses.replace(query, variants=variants)
-    return query, fetch(owner_id, uid, filters, query, limit, with_text=with_text)
+    return query, _candidates_sqlite(owner_id, uid, filters, query, limit, with_text=with_text)
 
 
 def lexical_candidates(
@@ -652,11 +647,13 @@ def _match_ids_sqlite(owner_id: int, uid: str, query: LexicalQuery) -> tuple[str
     return " UNION ".join(parts), params
 
 
-def _whole_words_filter(query: LexicalQuery) -> Q:
+def _whole_words_filter(owner_id: int, uid: str, query: LexicalQuery) -> Q:
     if not query.whole_words:
         return Q(pk__in=[])
     tsquery, params = _postgres_query(query.whole_words)
-    return Q(pk__in=RawSQL(f"SELECT id FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {tsquery}", params))
+    # The user's rows of the words index alone (migration 0020).
+    sql = f"SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s AND {POSTGRES_WORDS} @@ {tsquery}"
+    return Q(pk__in=RawSQL(sql, [owner_id, uid, *params]))
 
 
 def match_filter(*, owner_id: int, uid: str, query: LexicalQuery) -> Q:
@@ -665,7 +662,7 @@ def match_filter(*, owner_id: int, uid: str, query: LexicalQuery) -> Q:
         if not query.substrings and not query.whole_words:
             return Q(pk__in=[])
         return Q(pk__in=RawSQL(*_match_ids_sqlite(owner_id, uid, query)))
-    condition = _whole_words_filter(query)
+    condition = _whole_words_filter(owner_id, uid, query)
     for text in query.substrings:
         condition |= Q(key_folded__contains=text) | Q(value_folded__contains=text)
     return condition

@@ -36,7 +36,8 @@ POSTGRES_SERVER = "postgresql"
 class Mark:
     """A view of the database at one moment: of one SQLite connection, or of the PostgreSQL server."""
 
-    # Compared by identity: a kept mark holds its connection, so the connection's id is never reused.
+    # Compared by identity: a kept mark holds its SQLite connection, so the connection's id is never reused;
+    # every PostgreSQL mark holds the one POSTGRES_SERVER.
     source: sqlite3.Connection | str
     version: int | str
     changes: int
