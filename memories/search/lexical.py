@@ -49,7 +49,7 @@ from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
 from memories.rows import entries_from_rows, entry_columns, entry_shown_values, shown_columns, shown_values
-from memories.search.vocabulary import user_words, user_words_unchanged
+from memories.search.vocabulary import user_words, user_words_kept, user_words_unchanged
 
 # Substrings shorter than this cannot use a trigram index.
 MIN_INDEXED_LENGTH = 3
@@ -357,13 +357,6 @@ class PostgresCandidates:
     count: int | None
 
 
-def _holding_sql(term: str, known: dict[str, float], counted: list[str]) -> tuple[str, list[float]]:
-    """How many entries of the hub hold the term, as SQL over the frequency row, and its parameters."""
-    if term in known:
-        return "greatest(%s::float8, 1)", [known[term]]
-    return f"greatest(frequency.c{counted.index(term)}, 1)::float8", []
-
-
 def _candidates_postgres(
     owner_id: int,
     uid: str,
@@ -386,82 +379,79 @@ def _candidates_postgres(
     One statement: the scores are added up, and the candidates ordered, in the server (each candidate's
     words are stored, migration 0020); it also says which terms some entry holds (a typo is sought only for
     a word none holds) and, with count_limit, how many entries match (_count_postgres), so a page of few
-    candidates asks for no count of its own.
+    candidates asks for no count of its own. The terms are parameters (an array), so the statement's text is
+    the same for every query of a filter's shape: the server plans it once per connection and keeps the plan
+    (settings.DB_SERVER_SIDE_BINDING), where a text per number of terms was planned anew on each search.
     """
     terms = query.ranking_terms
     statistics = _word_statistics_postgres()
-    # Per term: a known count, or the limit to count it up to.
+    # Per term: a known count, or None to count it up to counted_limit.
     known: dict[str, float] = {}
     if statistics is not None:
         for term in terms:
             holding = statistics.holding(term)
             if holding is not None:
                 known[term] = holding
-    counted_limit = (
-        DOCUMENT_FREQUENCY_LIMIT
-        if statistics is None
-        else max(1, min(DOCUMENT_FREQUENCY_LIMIT, math.ceil(statistics.least_listed * statistics.documents) + 1))
-    )
-    if statistics is not None:
         for term in terms:
             words = term.split()
             # A phrase of common words holds at most what its rarest word holds.
             if len(words) > 1 and all(word in known for word in words):
                 known[term] = min(known[word] for word in words)
-    counted = [term for term in terms if term not in known]
-    term_query = "phraseto_tsquery('simple'::regconfig, %s)"
-    filter_sql, filter_params = filters.sql()
-    params: list[Any] = []
-    # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
-    # cannot crowd out a rare one). MATERIALIZED: each term's hits come from the GIN index; left to
-    # itself, the planner may walk the primary key backwards and test every row of the hub.
-    gathers = []
-    for number, term in enumerate(terms):
-        gathers.append(
-            f"hits{number} AS MATERIALIZED (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s"
-            f"{filter_sql} AND {POSTGRES_WORDS} @@ {term_query})"
-        )
-        params += [owner_id, uid, *filter_params, term]
-    newest = " UNION ".join(f"(SELECT id FROM hits{number} ORDER BY id DESC LIMIT %s)" for number in range(len(terms)))
-    params += [limit] * len(terms)
-    frequencies = "".join(
-        f", (SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ {term_query} "
-        f"LIMIT %s) AS d) AS c{number}"
-        for number in range(len(counted))
+    counted_limit = (
+        DOCUMENT_FREQUENCY_LIMIT
+        if statistics is None
+        else max(1, min(DOCUMENT_FREQUENCY_LIMIT, math.ceil(statistics.least_listed * statistics.documents) + 1))
     )
-    for term in counted:
-        params += [term, counted_limit]
-    # Each term's share: its ts_rank times its inverse document frequency as bm25 takes it, kept above zero as
-    # FTS5 keeps its own (ln(1 + (documents - holding + 0.5) / (holding + 0.5))), added up in the terms' order.
-    shares = []
-    for term in terms:
-        held_by, holding_params = _holding_sql(term, known, counted)
-        shares.append(
-            f"ln(1 + (greatest(frequency.documents, {held_by}) - {held_by} + 0.5) / ({held_by} + 0.5)) * "
-            f"ts_rank('{POSTGRES_RANK_WEIGHTS}', candidate.words, {term_query}, {POSTGRES_RANK_NORMALIZATION})"
-        )
-        params += [*holding_params, *holding_params, *holding_params, term]
+    filter_sql, filter_params = filters.sql()
     text = ", candidate.key_folded, candidate.value_folded" if with_text else ""
-    held = ", ".join(f"EXISTS (SELECT 1 FROM hits{number})" for number in range(len(terms)))
     count_sql, count_params = "NULL::bigint", list[Any]()
     if count_limit is not None:
         count_sql, count_params = _count_postgres_sql(owner_id, uid, filters, query, count_limit)
         count_sql = f"({count_sql})"
     sql = (
-        f"WITH {', '.join(gathers)}, newest AS ({newest}), "
-        # The table's size as of its last ANALYZE (import_memories runs one); never below a term's count.
-        f"frequency AS MATERIALIZED (SELECT greatest(reltuples, 1)::float8 AS documents{frequencies} "
-        f"FROM pg_class WHERE oid = '{ENTRY_TABLE}'::regclass), "
-        f"ranked AS (SELECT candidate.id, candidate.updated{text}, {' + '.join(shares)} AS score "
-        f"FROM (SELECT {ENTRY_TABLE}.id, {ENTRY_TABLE}.updated, {ENTRY_TABLE}.key_folded, {ENTRY_TABLE}.value_folded, "
-        f"{POSTGRES_WORDS} AS words FROM newest JOIN {ENTRY_TABLE} ON {ENTRY_TABLE}.id = newest.id) AS candidate "
-        f"CROSS JOIN frequency ORDER BY score DESC, candidate.updated DESC, candidate.id DESC LIMIT %s) "
+        # Each term, in the query's order, with its count when the statistics know it.
+        "WITH terms AS MATERIALIZED (SELECT term.n, phraseto_tsquery('simple'::regconfig, term.text) AS tsquery, "
+        "term.known FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS term(text, known, n)), "
+        # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
+        # cannot crowd out a rare one). OFFSET 0: its hits come from the GIN index; left to itself, the
+        # planner may walk the primary key backwards and test every row of the hub.
+        "gathered AS MATERIALIZED (SELECT terms.n, newest.id FROM terms CROSS JOIN LATERAL "
+        f"(SELECT hits.id FROM (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
+        f"AND {POSTGRES_WORDS} @@ terms.tsquery OFFSET 0) AS hits ORDER BY hits.id DESC LIMIT %s) AS newest), "
+        # Each term's inverse document frequency as bm25 takes it, kept above zero as FTS5 keeps its own
+        # (ln(1 + (documents - holding + 0.5) / (holding + 0.5))), over the table's size as of its last ANALYZE
+        # (import_memories runs one), never below a term's count.
+        "holdings AS MATERIALIZED (SELECT terms.n, terms.tsquery, greatest(coalesce(terms.known, (SELECT count(*) "
+        f"FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE {POSTGRES_WORDS} @@ terms.tsquery LIMIT %s) AS d)), 1)::float8 "
+        "AS held_by FROM terms), "
+        "weights AS MATERIALIZED (SELECT holdings.n, holdings.tsquery, "
+        "ln(1 + (greatest(documents.n, holdings.held_by) - holdings.held_by + 0.5) / (holdings.held_by + 0.5)) AS idf "
+        "FROM holdings CROSS JOIN (SELECT greatest(reltuples, 1)::float8 AS n FROM pg_class "
+        f"WHERE oid = '{ENTRY_TABLE}'::regclass) AS documents), "
+        # Each candidate's score: its terms' shares, added up in the terms' order.
+        f"ranked AS (SELECT candidate.id, candidate.updated{text}, (SELECT sum(weights.idf * "
+        f"ts_rank('{POSTGRES_RANK_WEIGHTS}', candidate.{POSTGRES_WORDS_COLUMN}, weights.tsquery, "
+        f"{POSTGRES_RANK_NORMALIZATION}) ORDER BY weights.n) FROM weights) AS score "
+        f"FROM (SELECT DISTINCT id FROM gathered) AS picked "
+        f"JOIN {ENTRY_TABLE} AS candidate ON candidate.id = picked.id "
+        "ORDER BY score DESC, candidate.updated DESC, candidate.id DESC LIMIT %s) "
         # One row at least, for what holds of the whole query when no entry is a candidate.
-        f"SELECT ranked.id, ranked.score{text.replace('candidate.', 'ranked.')}, ARRAY[{held}], {count_sql} "
-        f"FROM (SELECT 1) AS one LEFT JOIN ranked ON true "
-        f"ORDER BY ranked.score DESC, ranked.updated DESC, ranked.id DESC"
+        f"SELECT ranked.id, ranked.score{text.replace('candidate.', 'ranked.')}, "
+        "(SELECT array_agg(EXISTS (SELECT 1 FROM gathered WHERE gathered.n = terms.n) ORDER BY terms.n) FROM terms), "
+        f"{count_sql} FROM (SELECT 1) AS one LEFT JOIN ranked ON true "
+        "ORDER BY ranked.score DESC, ranked.updated DESC, ranked.id DESC"
     )
-    params += [limit, *count_params]
+    params: list[Any] = [
+        list(terms),
+        [known.get(term) for term in terms],
+        owner_id,
+        uid,
+        *filter_params,
+        limit,
+        counted_limit,
+        limit,
+        *count_params,
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -547,7 +537,20 @@ def _ranked_postgres(
 ) -> tuple[LexicalQuery, PostgresCandidates]:
     """ranked_candidates on PostgreSQL, with what the statement says besides (PostgresCandidates): one
     statement when every word is held by some entry, and when one is not, the user's words
-    (memories.search.vocabulary) and a second statement with the typos' variants, if any."""
+    (memories.search.vocabulary) and a second statement with the typos' variants, if any.
+
+    When the user's words are kept and miss one of the query's words, they are brought up to date first
+    (the database's mark, and the changes since, if any) and the variants found from them, before the one
+    statement: a word no entry holds is in none of the user's words, and one they miss is held by no entry.
+    """
+    kept = user_words_kept(owner_id, uid) if query.typo_candidates else None
+    if kept is not None and any(word not in kept for word in query.typo_candidates):
+        variants = _variants_held(query, user_words(owner_id, uid, _words_of))
+        if variants:
+            query = dataclasses.replace(query, variants=variants)
+        return query, _candidates_postgres(
+            owner_id, uid, filters, query, limit, with_text=with_text, count_limit=count_limit
+        )
     found = _candidates_postgres(owner_id, uid, filters, query, limit, with_text=with_text, count_limit=count_limit)
     absent = [word for word in query.typo_candidates if word not in found.held]
     if not absent:

@@ -116,6 +116,14 @@ def user_words_unchanged(owner_id: int, uid: str) -> frozenset[str] | set[str] |
         return kept.words
 
 
+def user_words_kept(owner_id: int, uid: str) -> frozenset[str] | set[str] | None:
+    """The user's words as last kept, however the database changed since (None when none are kept): a word
+    missing from them may be a typo, and user_words then says whether it still is. Reads nothing."""
+    with _lock:
+        kept = _kept.get((owner_id, uid))
+        return kept.words if kept is not None else None
+
+
 def _keep(key: tuple[int, str], kept: _Words) -> set[str]:
     with _lock:
         _kept[key] = kept
