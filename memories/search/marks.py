@@ -7,14 +7,16 @@ connection, nothing was written to the database in between. There is no mark on 
 database: connections to one shared in-memory database share a page cache, so its data_version would not
 show another one's commits.
 
-PostgreSQL: the server's write-ahead log insert position, with the current snapshot. Every row written to a
-logged table, and every commit and rollback, is logged before it takes effect, so while the position holds
-still nothing was written, by any connection. A commit is logged before it is seen, though (it waits for
-its flush, and for a synchronous standby, in between): the snapshot still lists that transaction as in
-progress until then, and moves when it is seen, so the pair moves with every change a read could see. The
-position is the whole server's: writes to other databases move it too, which only makes a cache ask again.
-Reading it is one round trip, where the counts it spares read thousands of index rows. A standby
-(read-only, replaying another server's log) has no mark.
+PostgreSQL: the current snapshot (`pg_current_snapshot()`: the next transaction id, and those in progress).
+A row is written only by a transaction with an id, and another transaction's writes are seen only once it
+has ended: between two equal snapshots no transaction was given an id and none in progress ended, so no
+other connection's change became visible. The transaction that asks sees its own writes at once, though, and
+they do not move its snapshot: while it holds an id (it wrote), there is no mark. Vacuuming, pruning and
+hint bits (what the server writes without changing a row's data) leave the snapshot as it was, so a cache
+is not read again for them, as it was while the mark held the log's insert position. The snapshot is the
+whole server's: transactions in other databases move it too, which only makes a cache ask again. Reading
+it is one round trip, where the counts it spares read thousands of index rows. A standby (read-only,
+replaying another server's log) has no mark.
 """
 
 import sqlite3
@@ -23,10 +25,10 @@ from dataclasses import dataclass
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 
-# The log's insert position and the current snapshot, as text; NULL on a standby, where they cannot be read.
+# The current snapshot, as text; NULL on a standby, and in a transaction that wrote (it sees its own writes).
 POSTGRES_MARK_SQL = (
-    "SELECT CASE WHEN pg_is_in_recovery() THEN NULL "
-    "ELSE pg_current_wal_insert_lsn()::text || ' ' || pg_current_snapshot()::text END"
+    "SELECT CASE WHEN pg_is_in_recovery() OR pg_current_xact_id_if_assigned() IS NOT NULL THEN NULL "
+    "ELSE pg_current_snapshot()::text END"
 )
 # What a PostgreSQL mark is taken from: the server, whichever of its connections reads the position.
 POSTGRES_SERVER = "postgresql"

@@ -7,7 +7,7 @@ the user's vectors changed. Works on every database (SQLite without extensions, 
 pgvector). Nothing from another account or user is ever read.
 
 The aggregate (3 ms at 10,000 vectors on SQLite) is asked only when the database may have changed since it
-was last asked (memories.search.marks: on SQLite one pragma, on PostgreSQL the log's position; neither reads
+was last asked (memories.search.marks: on SQLite one pragma, on PostgreSQL the current snapshot; neither reads
 a table).
 
 The search is in two steps, so the query can be embedded meanwhile: `user_matrix` reads (or checks) the

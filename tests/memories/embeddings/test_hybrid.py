@@ -198,7 +198,7 @@ def test_a_hybrid_search_takes_at_most_one_query_more_than_a_lexical_one(
     # The lexical candidates, the page's entries, the count of matches (on PostgreSQL in the candidates'
     # statement): a lexical search's queries; and
     # the database's mark, which vouches that the user's vectors are as they were (memories.search.marks): it reads
-    # no table; on a SQLite file it is a pragma on the driver's connection, on PostgreSQL the log's position,
+    # no table; on a SQLite file it is a pragma on the driver's connection, on PostgreSQL the current snapshot,
     # one round trip, and the stamp of the vectors besides when another connection wrote meanwhile (the tests'
     # other processes share the server).
     if connection.vendor == "sqlite":
