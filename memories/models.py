@@ -127,7 +127,10 @@ class AccountPolicy(models.Model):
 class MemoryEntry(models.Model):
     """One memory an account holds about one of its users (uid)."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_entries")
+    # Not indexed alone: every index of the table starts with owner_id (migration 0021).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_entries", db_index=False
+    )
     uid = models.CharField(max_length=UID_MAX_LENGTH)
     key = models.CharField(max_length=KEY_MAX_LENGTH)
     value = models.TextField()
@@ -322,7 +325,10 @@ class MemoryEvent(models.Model):
         EXPIRE = "expire", "expired"
         REJECT = "reject", "rejected"
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
+    # Not indexed alone: the history's indexes start with owner_id (migration 0021).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events", db_index=False
+    )
     uid = models.CharField(max_length=UID_MAX_LENGTH)
     key = models.CharField(max_length=KEY_MAX_LENGTH)
     action = models.CharField(max_length=8, choices=Action.choices)
@@ -352,6 +358,8 @@ class MemoryEvent(models.Model):
         blank=True,
         related_name="events",
         help_text="For a decision on a held write (its approval or rejection): that held write.",
+        # Indexed where it is set only (Meta.indexes): most events have none.
+        db_index=False,
     )
     at = models.DateTimeField()
 
@@ -366,6 +374,10 @@ class MemoryEvent(models.Model):
         indexes = [
             models.Index(fields=["owner", "uid", "key", "-id"], name="memory_event_entry_history"),
             models.Index(fields=["owner", "at"], name="memory_event_owner_at"),
+            # a held write's events: the few decisions on held writes have one
+            models.Index(
+                fields=["held_write"], condition=models.Q(held_write__isnull=False), name="memory_event_held_write"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -455,7 +467,8 @@ class EntryEmbedding(models.Model):
     """
 
     entry = models.OneToOneField(MemoryEntry, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # Not indexed alone: the user's stamp index starts with owner_id (migration 0021).
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
     uid = models.CharField(max_length=UID_MAX_LENGTH)
     model = models.CharField(max_length=EMBEDDING_MODEL_MAX_LENGTH, blank=True, default="")
     dimension = models.PositiveIntegerField(default=0)
