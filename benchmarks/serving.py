@@ -364,11 +364,14 @@ done = function(summary, latency, requests)
 end
 """
 
+# Each PUT creates a key no run wrote before (`run` is set anew for each run of wrk, _wrk): a PUT of a key that
+# holds the same value already changes nothing, records nothing, and would cost far less than a write.
 WRK_PUT = """
 counter = 0
 request = function()
   counter = counter + 1
-  return wrk.format("PUT", wrk.path .. "put-" .. counter, nil, '{"value": "written by the benchmark", "kind": "fact"}')
+  return wrk.format("PUT", wrk.path .. "put-" .. run .. "-" .. counter, nil,
+    '{"value": "written by the benchmark", "kind": "fact"}')
 end
 """
 
@@ -396,8 +399,10 @@ def _found(pattern: str, output: str, flags: int = 0) -> str:
 def _wrk(
     url: str, *, connections: int, seconds: float, headers: dict[str, str], script: str, workdir: Path
 ) -> WrkResult:
-    script_path = workdir / f"wrk-{uuid.uuid4().hex[:8]}.lua"
-    script_path.write_text(script + WRK_DONE)
+    run = uuid.uuid4().hex[:8]
+    script_path = workdir / f"wrk-{run}.lua"
+    # `run` names this run of wrk, for the scripts whose requests must differ from every other run's (WRK_PUT).
+    script_path.write_text(f'run = "{run}"\n' + script + WRK_DONE)
     command = [
         "wrk",
         "-t1",

@@ -1,6 +1,11 @@
 """The HTTP benchmark's report: its table, its targets, and a section of its own in a shared file."""
 
-from benchmarks.serving import Report, Row, report_markdown, targets, write_report
+import re
+import subprocess
+from pathlib import Path
+
+from benchmarks import serving
+from benchmarks.serving import WRK_PUT, Report, Row, report_markdown, targets, write_report
 
 
 def _report(database: str = "SQLite", get_rate: float = 450.0) -> Report:
@@ -49,3 +54,23 @@ def test_the_report_replaces_its_own_section_and_keeps_the_others(tmp_path):
     assert text.count("## HTTP side by side (PostgreSQL)") == 1
     assert "| hub: GET one entry | 480 |" in text
     assert "| hub: GET one entry | 450 | 0.90x" in text, "the PostgreSQL section keeps its own figures"
+
+
+def test_every_run_of_the_put_script_writes_keys_no_run_wrote_before(tmp_path, monkeypatch):
+    # A PUT of a key that already holds the same value changes nothing and costs far less than a write: each
+    # run of wrk names its keys after a run of its own, so every PUT it sends creates a key.
+    scripts = []
+
+    def wrk(command, **_options):
+        scripts.append(Path(command[command.index("-s") + 1]).read_text())
+        return subprocess.CompletedProcess(command, 0, stdout="Requests/sec: 100.0\nERRORS 0\n", stderr="")
+
+    monkeypatch.setattr(serving.subprocess, "run", wrk)
+    for _ in range(2):
+        serving._wrk(
+            "http://127.0.0.1:1/memories/", connections=8, seconds=1, headers={}, script=WRK_PUT, workdir=tmp_path
+        )
+
+    runs = [re.search(r'^run = "(\w+)"$', script, flags=re.M) for script in scripts]
+    assert all(runs) and runs[0].group(1) != runs[1].group(1)
+    assert '"put-" .. run .. "-" .. counter' in WRK_PUT
