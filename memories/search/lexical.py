@@ -49,6 +49,7 @@ from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
 from memories.rows import entries_from_rows, entry_columns, entry_shown_values, shown_columns, shown_values
+from memories.search.marks import POSTGRES_MARK_EXPRESSION, Mark, postgres_mark
 from memories.search.vocabulary import user_words, user_words_kept, user_words_unchanged
 
 # Substrings shorter than this cannot use a trigram index.
@@ -355,6 +356,8 @@ class PostgresCandidates:
     rows: list[tuple]
     held: frozenset[str]
     count: int | None
+    # The database's mark as the statement read (memories.search.marks; None where there is none).
+    mark: Mark | None = None
 
 
 def _candidates_postgres(
@@ -438,7 +441,7 @@ def _candidates_postgres(
         # One row at least, for what holds of the whole query when no entry is a candidate.
         f"SELECT ranked.id, ranked.score{text.replace('candidate.', 'ranked.')}, "
         "(SELECT array_agg(EXISTS (SELECT 1 FROM gathered WHERE gathered.n = terms.n) ORDER BY terms.n) FROM terms), "
-        f"{count_sql} FROM (SELECT 1) AS one LEFT JOIN ranked ON true "
+        f"{count_sql}, {POSTGRES_MARK_EXPRESSION} FROM (SELECT 1) AS one LEFT JOIN ranked ON true "
         "ORDER BY ranked.score DESC, ranked.updated DESC, ranked.id DESC"
     )
     params: list[Any] = [
@@ -461,6 +464,7 @@ def _candidates_postgres(
         rows=[row[:width] for row in rows if row[0] is not None],
         held=frozenset(term for term, holds in zip(terms, first[width], strict=True) if holds),
         count=first[width + 1],
+        mark=postgres_mark(first[width + 2]),
     )
 
 
@@ -539,15 +543,23 @@ def _ranked_postgres(
     statement when every word is held by some entry, and when one is not, the user's words
     (memories.search.vocabulary) and a second statement with the typos' variants, if any.
 
-    When the user's words are kept and miss one of the query's words, they are brought up to date first
-    (the database's mark, and the changes since, if any) and the variants found from them, before the one
-    statement: a word no entry holds is in none of the user's words, and one they miss is held by no entry.
+    When the user's words are kept and miss one of the query's words, the variants are found from them first,
+    for the one statement (a word no entry holds is in none of the user's words, and one they miss is held by
+    no entry). The statement also reads the database's mark: when it is the one the words were checked under,
+    they were the user's words; otherwise they are brought up to date (memories.search.vocabulary), and the
+    candidates read again if the variants changed.
     """
     kept = user_words_kept(owner_id, uid) if query.typo_candidates else None
-    if kept is not None and any(word not in kept for word in query.typo_candidates):
-        variants = _variants_held(query, user_words(owner_id, uid, _words_of))
-        if variants:
-            query = dataclasses.replace(query, variants=variants)
+    if kept is not None and any(word not in kept.words for word in query.typo_candidates):
+        variants = _variants_held(query, kept.words)
+        asked = dataclasses.replace(query, variants=variants)
+        found = _candidates_postgres(owner_id, uid, filters, asked, limit, with_text=with_text, count_limit=count_limit)
+        if found.mark is not None and found.mark.same(kept.mark):
+            return asked, found
+        fresh = _variants_held(query, user_words(owner_id, uid, _words_of))
+        if fresh == variants:
+            return asked, found
+        query = dataclasses.replace(query, variants=fresh)
         return query, _candidates_postgres(
             owner_id, uid, filters, query, limit, with_text=with_text, count_limit=count_limit
         )

@@ -26,10 +26,12 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 
 # The current snapshot, as text; NULL on a standby, and in a transaction that wrote (it sees its own writes).
-POSTGRES_MARK_SQL = (
-    "SELECT CASE WHEN pg_is_in_recovery() OR pg_current_xact_id_if_assigned() IS NOT NULL THEN NULL "
+# An expression, so a statement may take the mark beside what it reads (memories.search.lexical).
+POSTGRES_MARK_EXPRESSION = (
+    "CASE WHEN pg_is_in_recovery() OR pg_current_xact_id_if_assigned() IS NOT NULL THEN NULL "
     "ELSE pg_current_snapshot()::text END"
 )
+POSTGRES_MARK_SQL = f"SELECT {POSTGRES_MARK_EXPRESSION}"
 # What a PostgreSQL mark is taken from: the server, whichever of its connections reads the position.
 POSTGRES_SERVER = "postgresql"
 
@@ -53,6 +55,11 @@ class Mark:
         )
 
 
+def postgres_mark(value: str | None) -> Mark | None:
+    """The mark of a PostgreSQL server from what POSTGRES_MARK_EXPRESSION gave (None: there is none)."""
+    return None if value is None else Mark(POSTGRES_SERVER, value, 0)
+
+
 def database_mark(*, round_trip: bool = True) -> Mark | None:
     """The mark of the database now, read through this thread's connection (take it before reading what it will
     vouch for: a write after it then moves the next mark); None where there is none, or, without round_trip,
@@ -64,7 +71,7 @@ def database_mark(*, round_trip: bool = True) -> Mark | None:
         with wrapper.cursor() as cursor:
             cursor.execute(POSTGRES_MARK_SQL)
             (position,) = cursor.fetchone()
-        return None if position is None else Mark(POSTGRES_SERVER, position, 0)
+        return postgres_mark(position)
     if not isinstance(wrapper, SQLiteDatabaseWrapper) or wrapper.is_in_memory_db():
         return None
     wrapper.ensure_connection()

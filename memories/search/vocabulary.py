@@ -116,12 +116,21 @@ def user_words_unchanged(owner_id: int, uid: str) -> frozenset[str] | set[str] |
         return kept.words
 
 
-def user_words_kept(owner_id: int, uid: str) -> frozenset[str] | set[str] | None:
-    """The user's words as last kept, however the database changed since (None when none are kept): a word
-    missing from them may be a typo, and user_words then says whether it still is. Reads nothing."""
+@dataclass(frozen=True)
+class KeptWords:
+    """A user's words as last kept, and the database's mark when they were last checked (None: unknown)."""
+
+    words: frozenset[str] | set[str]
+    mark: Mark | None
+
+
+def user_words_kept(owner_id: int, uid: str) -> KeptWords | None:
+    """The user's words as last kept, however the database changed since (None when none are kept), with the
+    mark they were checked under: when the database's mark is still that one, they are the user's words. A
+    word missing from them may be a typo, and user_words then says whether it still is. Reads nothing."""
     with _lock:
         kept = _kept.get((owner_id, uid))
-        return kept.words if kept is not None else None
+        return KeptWords(kept.words, kept.mark) if kept is not None else None
 
 
 def _keep(key: tuple[int, str], kept: _Words) -> set[str]:

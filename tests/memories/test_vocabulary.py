@@ -92,3 +92,23 @@ def test_a_word_another_connection_writes_is_seen_at_once(owner):
     # nothing written since: the kept words answer, and the typo is found the same way
     assert _found(owner, "cofee") == ["breakfast"]
     assert _found(owner, "coffee breakfst") == ["breakfast"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_typo_of_a_word_another_connection_wrote_since_the_last_search_is_found_by_the_next(owner):
+    # The search finds its variants in the words it kept, and reads the database's mark with its candidates:
+    # another connection's write in between moves the mark, so the words are checked again at once.
+    services.entry_put(owner=owner, uid="alice", key="drink", value="green tea")
+    assert _found(owner, "cofee") == []
+
+    def write() -> None:
+        try:
+            services.entry_put(owner=owner, uid="alice", key="breakfast", value="coffee and toast")
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join()
+    assert _found(owner, "cofee") == ["breakfast"]
+    assert _found(owner, "wich cofee") == ["breakfast"]
