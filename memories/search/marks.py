@@ -7,16 +7,17 @@ connection, nothing was written to the database in between. There is no mark on 
 database: connections to one shared in-memory database share a page cache, so its data_version would not
 show another one's commits.
 
-PostgreSQL: the current snapshot (`pg_current_snapshot()`: the next transaction id, and those in progress).
-A row is written only by a transaction with an id, and another transaction's writes are seen only once it
-has ended: between two equal snapshots no transaction was given an id and none in progress ended, so no
-other connection's change became visible. The transaction that asks sees its own writes at once, though, and
-they do not move its snapshot: while it holds an id (it wrote), there is no mark. Vacuuming, pruning and
-hint bits (what the server writes without changing a row's data) leave the snapshot as it was, so a cache
-is not read again for them, as it was while the mark held the log's insert position. The snapshot is the
-whole server's: transactions in other databases move it too, which only makes a cache ask again. Reading
-it is one round trip, where the counts it spares read thousands of index rows. A standby (read-only,
-replaying another server's log) has no mark.
+PostgreSQL: the current snapshot (`pg_current_snapshot()`: the transaction ids in progress, and the bound
+past the latest that ended). Another transaction's writes are seen only once it has ended, and each end
+(a commit or an abort) either takes an id off the list in progress or moves the bound: between two equal
+snapshots no transaction ended, so no other connection's change became visible. The transaction that
+asks sees its own writes at once, though, and they do not move its snapshot: while it holds an id (it
+wrote), there is no mark. Vacuuming, pruning and hint bits (what the server writes without changing a
+row's data) leave the snapshot as it was, so a cache is not read again for them, as it was while the mark
+held the log's insert position. The snapshot is the whole server's: transactions in other databases move
+it too, which only makes a cache ask again. Reading it is one round trip, where the counts it spares read
+thousands of index rows (a search reads it in its own statement, memories.search.lexical). A standby
+(read-only, replaying another server's log) has no mark.
 """
 
 import sqlite3

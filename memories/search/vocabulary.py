@@ -130,7 +130,10 @@ def user_words_kept(owner_id: int, uid: str) -> KeptWords | None:
     word missing from them may be a typo, and user_words then says whether it still is. Reads nothing."""
     with _lock:
         kept = _kept.get((owner_id, uid))
-        return KeptWords(kept.words, kept.mark) if kept is not None else None
+        if kept is None:
+            return None
+        _kept.move_to_end((owner_id, uid))
+        return KeptWords(kept.words, kept.mark)
 
 
 def _keep(key: tuple[int, str], kept: _Words) -> set[str]:
