@@ -425,6 +425,19 @@ def _wrk(
     return WrkResult(rate, latencies, errors)
 
 
+def hub_rows(entries: int, entry_path: str) -> list[tuple[str, str, str]]:
+    """What is measured of the hub, in order: (name, path, wrk script). The PUTs come last: each creates a key
+    (tens of thousands in a run), and the reads before them see the user's seeded entries alone."""
+    memories = f"/api/v1/users/{USER_UID}/memories/"
+    return [
+        ("hub: GET one entry", entry_path, ""),
+        ("hub: list page (50 of 20,000)", memories, ""),
+        (f"hub: ?q= rare word ({RARE_COUNT} matches)", f"{memories}?q={RARE_WORD}", ""),
+        (f"hub: ?q= common word ({entries // 3 + 1:,} matches)", f"{memories}?q={COMMON_WORD}", ""),
+        ("hub: PUT one entry", memories, WRK_PUT),
+    ]
+
+
 def _measure(
     name: str, url: str, *, headers: dict[str, str], seconds: float, workdir: Path, script: str = "", note: str = ""
 ) -> Row:
@@ -568,17 +581,7 @@ def benchmark_http(
         with _server("hub", hub_arguments, cwd=PROJECT, env=hub_env, log=workdir / "hub.log") as hub:
             base = f"http://127.0.0.1:{hub.port}"
             _wait_until_up(base + entry_path, auth)
-            for name, path, script in [
-                ("hub: GET one entry", entry_path, ""),
-                ("hub: PUT one entry", f"/api/v1/users/{USER_UID}/memories/", WRK_PUT),
-                ("hub: list page (50 of 20,000)", f"/api/v1/users/{USER_UID}/memories/", ""),
-                (f"hub: ?q= rare word ({RARE_COUNT} matches)", f"/api/v1/users/{USER_UID}/memories/?q={RARE_WORD}", ""),
-                (
-                    f"hub: ?q= common word ({entries // 3 + 1:,} matches)",
-                    f"/api/v1/users/{USER_UID}/memories/?q={COMMON_WORD}",
-                    "",
-                ),
-            ]:
+            for name, path, script in hub_rows(entries, entry_path):
                 say(name)
                 headers = {**auth, "Content-Type": "application/json"} if script else auth
                 report.rows.append(

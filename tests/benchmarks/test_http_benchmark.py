@@ -74,3 +74,9 @@ def test_every_run_of_the_put_script_writes_keys_no_run_wrote_before(tmp_path, m
     runs = [re.search(r'^run = "(\w+)"$', script, flags=re.M) for script in scripts]
     assert all(runs) and runs[0].group(1) != runs[1].group(1)
     assert '"put-" .. run .. "-" .. counter' in WRK_PUT
+
+
+def test_the_reads_are_measured_before_the_puts_add_entries_to_the_user():
+    rows = serving.hub_rows(20000, "/api/v1/users/u/memories/k")
+    writes = [index for index, (_name, _path, script) in enumerate(rows) if script == WRK_PUT]
+    assert writes == [len(rows) - 1]
