@@ -412,13 +412,9 @@ def _candidates_postgres(
         count_sql, count_params = _count_postgres_sql(owner_id, uid, filters, query, count_limit)
         count_sql = f"({count_sql})"
     sql = (
-        # Each term, in the query's order, with its count when the statistics know it. The arrays are read
-        # through scalar subqueries: given as they are, the planner counts their elements for each search, and a
-        # plan made for one word costs so much less than one made for any number of them that the server plans
-        # every search anew.
+        # Each term, in the query's order, with its count when the statistics know it.
         "WITH terms AS MATERIALIZED (SELECT term.n, phraseto_tsquery('simple'::regconfig, term.text) AS tsquery, "
-        "term.known FROM unnest((SELECT %s::text[]), (SELECT %s::float8[])) WITH ORDINALITY "
-        "AS term(text, known, n)), "
+        "term.known FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS term(text, known, n)), "
         # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
         # cannot crowd out a rare one). OFFSET 0: its hits come from the GIN index; left to itself, the
         # planner may walk the primary key backwards and test every row of the hub.
