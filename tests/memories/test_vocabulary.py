@@ -28,6 +28,20 @@ def _found(owner, query_text: str) -> list[str]:
     return [entry.key for entry in selectors.entry_find(owner=owner, uid="alice", query_text=query_text)]
 
 
+def _put_from_another_connection(owner, key: str, value: str) -> None:
+    """The put on another thread, so on another connection, as another request of the same server would write."""
+
+    def write() -> None:
+        try:
+            services.entry_put(owner=owner, uid="alice", key=key, value=value)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join()
+
+
 def test_the_words_follow_creates_changes_and_removals(owner):
     assert _words(owner) == set()
     services.entry_put(owner=owner, uid="alice", key="drink", value="takes her coffee black")
@@ -78,15 +92,7 @@ def test_a_word_another_connection_writes_is_seen_at_once(owner):
     assert _found(owner, "cofee") == []
     assert _found(owner, "cofee") == []
 
-    def write() -> None:
-        try:
-            services.entry_put(owner=owner, uid="alice", key="breakfast", value="coffee and toast")
-        finally:
-            connections.close_all()
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    writer.join()
+    _put_from_another_connection(owner, "breakfast", "coffee and toast")
     assert "coffee" in _words(owner)
     assert _found(owner, "cofee") == ["breakfast"]
     # nothing written since: the kept words answer, and the typo is found the same way
@@ -101,14 +107,6 @@ def test_a_typo_of_a_word_another_connection_wrote_since_the_last_search_is_foun
     services.entry_put(owner=owner, uid="alice", key="drink", value="green tea")
     assert _found(owner, "cofee") == []
 
-    def write() -> None:
-        try:
-            services.entry_put(owner=owner, uid="alice", key="breakfast", value="coffee and toast")
-        finally:
-            connections.close_all()
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    writer.join()
+    _put_from_another_connection(owner, "breakfast", "coffee and toast")
     assert _found(owner, "cofee") == ["breakfast"]
     assert _found(owner, "wich cofee") == ["breakfast"]
