@@ -160,7 +160,9 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
 
     Under ASGI the server streams the body and Django spools all of it before any middleware runs,
     whatever Content-Length says (and a chunked body says nothing). This reads at most the limit plus
-    one byte, answers 413 past it, and hands the application the body it read.
+    one byte, answers 413 past it, and hands the application the body it read. A body sent without a
+    Content-Length (chunked) is handed on with one, its size as read: the REST framework reads no body
+    from a request that declares none.
     """
 
     async def limited(
@@ -192,6 +194,9 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
         async def replay() -> Message:
             return messages.pop(0) if messages else await receive()
 
+        headers = scope.get("headers", [])
+        if size and not any(name.lower() == b"content-length" for name, _ in headers):
+            scope = {**scope, "headers": [*headers, (b"content-length", str(size).encode())]}
         await app(scope, replay, send)
 
     return limited

@@ -2,6 +2,7 @@
 the rate limit held by every worker process (and, with Redis, by every app server) together."""
 
 import http.client
+import json
 import socket
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -38,6 +39,40 @@ def test_sockets_that_send_half_a_request_do_not_stop_a_normal_request(tmp_path)
             finally:
                 for stalled in idle:
                     stalled.close()
+
+
+def _chunked(port: int, method: str, path: str, token: str, parts: list[bytes]) -> tuple[int, dict]:
+    """A request whose body goes in chunks (Transfer-Encoding: chunked, no Content-Length)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        headers = {"Authorization": f"Token {token}", "Content-Type": "application/json", "Accept": "application/json"}
+        connection.request(method, path, body=iter(parts), headers=headers, encode_chunked=True)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"null")
+    finally:
+        connection.close()
+
+
+def test_a_chunked_body_is_read_whole_by_every_write(tmp_path):
+    with hub_database(tmp_path) as database:
+        token = create_token(database, "agent")
+        with running_hub(database, tmp_path / "hub.log", workers=1) as hub:
+            memory = "/api/v1/users/alice/memories/editor"
+            created = _chunked(hub.port, "PUT", memory, token, [b'{"value": "uses ', b'Helix"}'])
+            changed = _chunked(hub.port, "PATCH", memory, token, [b'{"value": "uses Zed"}'])
+            batch = _chunked(
+                hub.port,
+                "POST",
+                "/api/v1/users/alice/memories/batch",
+                token,
+                [b'{"operations": [{"op": "put", "key": "shell", ', b'"value": "fish"}]}'],
+            )
+            stored = call(hub.port, "GET", memory, token)[2]
+
+    assert created[0] == 201 and created[1]["value"] == "uses Helix"
+    assert changed[0] == 200 and changed[1]["value"] == "uses Zed" and changed[1]["version"] == 2
+    assert batch[0] == 200, batch
+    assert stored["value"] == "uses Zed"
 
 
 def test_the_access_log_has_each_request_without_its_query_string_and_leaves_out_healthz(tmp_path):
