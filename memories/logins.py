@@ -8,12 +8,16 @@ attempts they make, locks a pair for longer than the window; and a lock-out hold
 only, so an attacker elsewhere cannot lock the account's owner out. A successful login clears the
 pair's failures; `manage.py unlock_login USERNAME` clears them by hand.
 
+A username counts as the login form hands it to authentication, stripped and folded to Unicode NFKC
+(its case kept), so "owner ", " owner" and owner in fullwidth letters share owner's failures and lock.
+
 The address is REMOTE_ADDR: the client's address as the server sets it, from the trusted proxy's
 X-Forwarded-For when the hub runs behind one (FORWARDED_ALLOW_IPS in `make serve`).
 """
 
 from datetime import datetime, timedelta
 
+from django.contrib.auth.forms import UsernameField
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.dispatch import receiver
 from django.http import HttpRequest
@@ -23,10 +27,20 @@ from memories.models import LoginFailure
 
 LOGIN_FAILURES_ALLOWED = 10
 LOGIN_LOCKOUT_WINDOW = timedelta(minutes=15)
+USERNAME_LENGTH = 150  # auth.User's username, and LoginFailure's
+
+# The login forms' own cleaning of a username (AuthenticationForm's field): stripped, then Unicode NFKC.
+_LOGIN_USERNAME = UsernameField(max_length=USERNAME_LENGTH)
 
 
 def _normal(username: str) -> str:
-    return username.casefold()[:150]
+    """The name authentication looks up for username as typed, which keys the failures and the lock.
+
+    Every spelling that reaches one account's password ("owner ", owner in fullwidth letters) is one
+    name here, so none brings fresh guesses. Case is kept: the model backend matches names case-sensitively,
+    so "OWNER" is another account, and folding it would let that account's login clear owner's lock.
+    """
+    return (_LOGIN_USERNAME.to_python(username) or "")[:USERNAME_LENGTH]
 
 
 def client_address(request: HttpRequest) -> str:

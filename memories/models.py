@@ -543,7 +543,9 @@ class LoginFailure(models.Model):
     from one address within LOGIN_LOCKOUT_WINDOW, that pair is locked out until the window passes.
     """
 
-    username = models.CharField(max_length=150, help_text="As typed, case folded.")
+    username = models.CharField(
+        max_length=150, help_text="As authentication reads it: stripped, Unicode NFKC, case kept."
+    )
     address = models.CharField(max_length=64, help_text="The client's address as the trusted proxy reports it.")
     at = models.DateTimeField()
 

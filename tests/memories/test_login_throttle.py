@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from memories.accounts import account_create
 from memories.logins import LOGIN_FAILURES_ALLOWED, LOGIN_LOCKOUT_WINDOW
 from memories.models import LoginFailure
 
@@ -71,11 +72,63 @@ def test_the_lock_ends_when_the_window_has_passed_however_often_the_attacker_tri
     assert _attempt("/login/", "owner-password-1").status_code == 302
 
 
-def test_the_username_is_counted_whatever_its_case(counting_hasher):
+FULLWIDTH_OWNER = "\uff4f\uff57\uff4e\uff45\uff52"  # "owner" in fullwidth letters, NFKC's "owner"
+FULLWIDTH_O = "\uff4f"
+
+# Each names the owner's account to the login form, which strips the name and folds it to Unicode NFKC
+# before it looks the account up ("\u2003" is an em space).
+SPELLINGS_OF_OWNER = ["owner ", " owner", "owner  ", "\towner\n", "\u2003owner", FULLWIDTH_OWNER, f"{FULLWIDTH_O}wner"]
+
+
+@pytest.mark.parametrize("path", ["/login/", "/admin/login/"])
+@pytest.mark.parametrize("spelling", SPELLINGS_OF_OWNER)
+def test_another_spelling_of_a_locked_name_is_locked_too(path, spelling, counting_hasher):
+    for _ in range(LOGIN_FAILURES_ALLOWED):
+        _attempt(path, "wrong-password")
+
+    locked = _attempt(path, "wrong-password", username=spelling)
+
+    assert locked.status_code == 429
+    assert counting_hasher.checks == LOGIN_FAILURES_ALLOWED  # no guess was spent on the other spelling
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS_OF_OWNER)
+def test_the_right_password_under_another_spelling_does_not_log_in_while_locked(spelling, counting_hasher):
+    assert _attempt("/login/", "owner-password-1", username=spelling).status_code == 302  # the form's own folding
+    for _ in range(LOGIN_FAILURES_ALLOWED):
+        _attempt("/login/", "wrong-password")
+
+    response = _attempt("/login/", "owner-password-1", username=spelling)
+
+    assert response.status_code == 429
+
+
+def test_failures_under_several_spellings_count_towards_one_lock(counting_hasher):
     for number in range(LOGIN_FAILURES_ALLOWED):
-        _attempt("/login/", "wrong-password", username="OWNER" if number % 2 else "owner")
+        _attempt("/login/", "wrong-password", username=SPELLINGS_OF_OWNER[number % len(SPELLINGS_OF_OWNER)])
+
+    assert _attempt("/login/", "owner-password-1", username=f"{FULLWIDTH_O}wner ").status_code == 429
+    assert set(LoginFailure.objects.values_list("username", flat=True)) == {"owner"}
+
+
+def test_a_name_in_another_case_is_another_account_whose_login_leaves_the_lock_in_place(counting_hasher):
+    account_create(username="OWNER", password="other-password-1")  # logins match names case-sensitively
+    for _ in range(LOGIN_FAILURES_ALLOWED):
+        _attempt("/login/", "wrong-password")
+
+    assert _attempt("/login/", "owner-password-1", username="OWNER").status_code == 200  # not owner's password
+    assert _attempt("/login/", "other-password-1", username="OWNER").status_code == 302
 
     assert _attempt("/login/", "owner-password-1").status_code == 429
+
+
+def test_the_unlock_command_lifts_the_lock_of_the_name_however_it_is_typed(counting_hasher):
+    for _ in range(LOGIN_FAILURES_ALLOWED):
+        _attempt("/login/", "wrong-password")
+
+    call_command("unlock_login", f" {FULLWIDTH_OWNER} ", stdout=io.StringIO())
+
+    assert _attempt("/login/", "owner-password-1").status_code == 302
 
 
 def test_the_unlock_command_lifts_the_lock(counting_hasher):
