@@ -92,10 +92,23 @@ def _encodable(data: object) -> object:
     return data
 
 
+def _whole_number_from_1(text: str) -> int | None:
+    """The number text spells in plain digits when it is at least 1, else None ("+1", " 1", "1_0", "2.5" are None,
+    though int() takes the first three)."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return int(text) or None
+
+
 class MemoryPagination(PageNumberPagination):
-    """Numbered pages: ?page=N&page_size=M, M capped at MEMORYHUB_MAX_PAGE_SIZE."""
+    """Numbered pages: ?page=N&page_size=M, M capped at MEMORYHUB_MAX_PAGE_SIZE.
+
+    A page or page_size that is not a whole number of at least 1 is a 400 naming it; a page past the last is
+    DRF's 404 {"detail": "Invalid page."}.
+    """
 
     page_size_query_param = "page_size"
+    page_rule = "A whole number of at least 1 is required."
 
     # Properties, not DRF's plain attributes, so the settings are read per request (and a test's override holds).
     @property
@@ -109,6 +122,11 @@ class MemoryPagination(PageNumberPagination):
     def get_schema_operation_parameters(self, view: "APIView") -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"] = {**parameter["schema"], "minimum": 1}
+                parameter["description"] = (
+                    "The page number, at least 1 (1 when left out); a page past the last answers 404."
+                )
             if parameter["name"] == self.page_size_query_param:
                 parameter["schema"] = {**parameter["schema"], "minimum": 1}
                 parameter["description"] = (
@@ -122,11 +140,8 @@ class MemoryPagination(PageNumberPagination):
         asked = request.query_params.get(self.page_size_query_param)
         if asked is None or asked == "":
             return self.page_size
-        try:
-            size = int(asked)
-        except ValueError:
-            size = 0
-        if size < 1:
+        size = _whole_number_from_1(asked)
+        if size is None:
             raise exceptions.ValidationError(
                 {
                     self.page_size_query_param: [
@@ -136,6 +151,18 @@ class MemoryPagination(PageNumberPagination):
                 }
             )
         return min(size, self.max_page_size)
+
+    def get_page_number(self, request: Request, paginator: object = None) -> int:
+        """?page=, 1 when left out or empty; one that is not a whole number of at least 1 is a 400 naming it (DRF
+        would answer 404 "Invalid page.", as for a page past the last). DRF's ?page=last is not taken either: a
+        BoundedPagination list does not know its last page, and every list reads its page the same way."""
+        asked = request.query_params.get(self.page_query_param)
+        if asked is None or asked == "":
+            return 1
+        number = _whole_number_from_1(asked)
+        if number is None:
+            raise exceptions.ValidationError({self.page_query_param: [self.page_rule]})
+        return number
 
 
 # A page's count is exact up to this many matches; beyond, it is this + 1 and count_exact is false.
@@ -163,12 +190,7 @@ class BoundedPagination(MemoryPagination):
     ) -> list:
         self.request = self._request = request
         page_size = self.get_page_size(request) or settings.MEMORYHUB_PAGE_SIZE
-        try:
-            self.page_number = int(request.query_params.get(self.page_query_param, 1))
-        except ValueError:
-            self.page_number = 0
-        if self.page_number < 1:
-            raise exceptions.NotFound("Invalid page.")
+        self.page_number = self.get_page_number(request)
         start = (self.page_number - 1) * page_size
         if start + page_size + 1 > MAX_ROW_OFFSET:
             raise exceptions.NotFound("Invalid page.")

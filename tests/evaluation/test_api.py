@@ -24,6 +24,18 @@ def test_runs_are_listed_newest_first_and_paginated(owner_api, owner):
     assert owner_api.get(page["next"]).json()["results"][0]["id"] == older.pk
 
 
+@pytest.mark.parametrize("page", ["0", "-1", "abc", "last"])
+def test_a_page_of_runs_that_is_not_a_whole_number_from_1_gets_a_400_naming_it(owner_api, page):
+    response = owner_api.get("/api/v1/evaluations/", {"page": page})
+
+    assert response.status_code == 400
+    assert response.json() == {"page": ["A whole number of at least 1 is required."]}
+
+
+def test_a_page_of_runs_past_the_last_answers_404(owner_api):
+    assert owner_api.get("/api/v1/evaluations/", {"page": 2}).status_code == 404
+
+
 def test_staff_ask_for_a_run_get_202_at_once_and_find_it_done_after_the_worker(staff_api):
     response = staff_api.post("/api/v1/evaluations/", {"backends": ["local"], "ops": 2}, format="json")
 

@@ -1,3 +1,5 @@
+from urllib.parse import quote
+
 import pytest
 
 from memories import services
@@ -44,8 +46,6 @@ def test_a_bad_body_gets_a_400_naming_the_field_and_the_limit(owner_api, body, f
     ],
 )
 def test_a_bad_uid_or_key_in_the_path_gets_a_400_naming_it(owner_api, uid, key, field, words):
-    from urllib.parse import quote
-
     response = owner_api.put(f"{BASE}/{quote(uid)}/memories/{quote(key)}", {"value": "x"}, format="json")
 
     assert response.status_code == 400
@@ -143,9 +143,48 @@ def test_a_lone_surrogate_echoed_in_an_error_gets_a_400_not_500(owner, owner_api
     assert "\\ud800" in response.content.decode()
 
 
-def test_an_invalid_page_answers_404_not_500(owner_api):
-    assert owner_api.get(f"{BASE}/alice/memories/?page=9").status_code == 404
-    assert owner_api.get(f"{BASE}/alice/memories/?page=abc").status_code == 404
+def test_a_page_past_the_last_answers_404_not_500(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="language", value="v")
+
+    response = owner_api.get(f"{BASE}/alice/memories/?page=9")
+
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Invalid page."}
+
+
+@pytest.mark.parametrize("page", ["0", "-1", "abc", "2.5", "1e3", " 1", "+1", "1_0", "last"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/users/",
+        "/api/v1/users/alice/memories/",
+        "/api/v1/users/alice/memories/?kind=preference",
+        "/api/v1/users/alice/memories/?q=python",
+        "/api/v1/users/alice/memories/?q=python&match=substring",
+        "/api/v1/users/alice/memories/language/history/",
+        "/api/v1/held/",
+    ],
+)
+def test_a_page_that_is_not_a_whole_number_from_1_gets_a_400_naming_it(owner, owner_api, page, path):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+    separator = "&" if "?" in path else "?"
+
+    response = owner_api.get(f"{path}{separator}page={quote(page)}")
+
+    assert response.status_code == 400, response.content
+    assert response.json() == {"page": ["A whole number of at least 1 is required."]}
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/users/", "/api/v1/users/alice/memories/", "/api/v1/users/alice/memories/language/history/"]
+)
+def test_an_empty_page_is_the_first(owner, owner_api, path):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+
+    response = owner_api.get(f"{path}?page=")
+
+    assert response.status_code == 200
+    assert response.json()["count"] == 1
 
 
 @pytest.mark.parametrize(

@@ -26,3 +26,15 @@ def test_the_page_size_parameter_states_its_minimum_and_cap(settings):
     (page_size,) = [parameter for parameter in listing["parameters"] if parameter["name"] == "page_size"]
     assert page_size["schema"]["minimum"] == 1
     assert str(settings.MEMORYHUB_MAX_PAGE_SIZE) in page_size["description"]
+
+
+def test_the_page_parameter_states_its_minimum_and_that_a_page_past_the_last_is_a_404():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    for path in ("/api/v1/users/", "/api/v1/users/{uid}/memories/", "/api/v1/users/{uid}/memories/{key}/history/"):
+        listing = schema["paths"][path]["get"]
+        (page,) = [parameter for parameter in listing["parameters"] if parameter["name"] == "page"]
+        assert page["schema"]["minimum"] == 1
+        assert "past the last answers 404" in page["description"]
+        assert {"400", "404"} <= set(listing["responses"])
