@@ -36,7 +36,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubDatabase]:
 
 @pytest.fixture(scope="session")
 def hub(database: HubDatabase, throttled_hub_url: str) -> Iterator[Hub]:
-    """The hub every test talks to (no rate limit), with two accounts and one stored evaluation run.
+    """The hub every test talks to (no rate limit), with its accounts and one stored evaluation run.
 
     The servers start before the database is migrated: they need it only when the first request
     comes, and their start-up overlaps the migration.
@@ -60,6 +60,7 @@ def hub(database: HubDatabase, throttled_hub_url: str) -> Iterator[Hub]:
             token=tokens["agent"],
             stranger_token=tokens["stranger"],
             readme_token=tokens["readme"],
+            guarded_token=tokens["guarded"],
             environment=environment,
         )
 

@@ -44,6 +44,8 @@ class Hub:
     stranger_token: str
     # An account of its own for the README's examples, whose users are fixed names.
     readme_token: str
+    # An account whose write guard holds a suspect write for review (guard mode hold).
+    guarded_token: str
     environment: dict[str, str]
 
 
@@ -55,10 +57,11 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", interactive=False, verbosity=0)
 tokens = {}
-for name in ("agent", "stranger", "readme"):
+for name in ("agent", "stranger", "readme", "guarded"):
     out = io.StringIO()
     call_command("create_account", name, stdout=out)
     tokens[name] = out.getvalue().strip()
+call_command("account_policy", "guarded", guard="hold", stdout=io.StringIO())
 call_command("evaluate", backend=["null"], ops=1, stdout=io.StringIO())
 print(json.dumps(tokens))
 """

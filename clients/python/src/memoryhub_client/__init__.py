@@ -27,6 +27,7 @@ from memoryhub_client.errors import (
     PreconditionFailed,
     RateLimited,
     ServerError,
+    WriteHeld,
 )
 from memoryhub_client.models import (
     BatchOperation,
@@ -36,6 +37,7 @@ from memoryhub_client.models import (
     Entry,
     EvaluationRun,
     Event,
+    HeldWrite,
     Info,
     SyncStatus,
     UserSummary,
@@ -57,6 +59,7 @@ __all__ = [
     "Entry",
     "EvaluationRun",
     "Event",
+    "HeldWrite",
     "HubBackend",
     "HubConnectionError",
     "HubTimeout",
@@ -72,4 +75,5 @@ __all__ = [
     "ServerError",
     "SyncStatus",
     "UserSummary",
+    "WriteHeld",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from memoryhub_client._core import Call, segment
+from memoryhub_client.errors import WriteHeld
 from memoryhub_client.models import (
     BatchOperation,
     BatchOutcome,
@@ -18,6 +19,7 @@ from memoryhub_client.models import (
     Entry,
     EvaluationRun,
     Event,
+    HeldWrite,
     Info,
     PageData,
     SyncStatus,
@@ -48,6 +50,13 @@ def _memory(uid: str, key: str) -> str:
 
 def _entry(response: httpx.Response) -> Entry:
     return Entry.from_json(response.json(), etag=response.headers.get("ETag"))
+
+
+def _written(response: httpx.Response) -> Entry:
+    """The entry a put or update stored; WriteHeld when the hub's write guard held the write (202)."""
+    if response.status_code == 202:
+        raise WriteHeld(HeldWrite.from_json(response.json()), location=response.headers.get("Location"))
+    return _entry(response)
 
 
 def _nothing(response: httpx.Response) -> None:
@@ -81,13 +90,13 @@ def entry_put(
         # A key holding '/' cannot be a path segment: the hub takes it in the body of a POST (an upsert).
         if if_match is not None or create_only:
             raise ValueError(f"key {key!r} holds '/': it can be stored, but not conditionally.")
-        return Call("POST", _memories(uid), _entry, body={"key": key, **body})
+        return Call("POST", _memories(uid), _written, body={"key": key, **body})
     headers = {}
     if if_match is not None:
         headers["If-Match"] = if_match_value(if_match)
     if create_only:
         headers["If-None-Match"] = "*"
-    return Call("PUT", _memory(uid, key), _entry, body=body, headers=headers)
+    return Call("PUT", _memory(uid, key), _written, body=body, headers=headers)
 
 
 def entry_get(uid: str, key: str) -> Call[Entry]:
@@ -109,7 +118,7 @@ def entry_update(
     body = {name: given for name, given in fields if given is not None}
     headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
     # Setting fields to given values twice leaves the entry as once: safe to retry.
-    return Call("PATCH", _memory(uid, key), _entry, body=body, headers=headers)
+    return Call("PATCH", _memory(uid, key), _written, body=body, headers=headers)
 
 
 def entry_delete(uid: str, key: str, *, if_match: Version | None) -> Call[None]:

@@ -112,6 +112,8 @@ class HubBackend:
         return True
 
     def put(self, uid: str, k: str, v: str, meta: dict[str, Any] | None = None) -> bool:
+        """True once stored; False when the hub did not store it: refused, out of reach, or held for review by
+        its write guard (WriteHeld: stored only if staff approve it). The reason is logged."""
         try:
             self._hub.put(
                 uid, k, v, kind=(meta or {}).get("type", DEFAULT_KIND), meta=meta or {}, privacy=self._privacy

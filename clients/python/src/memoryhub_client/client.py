@@ -124,6 +124,8 @@ class MemoryHub:
 
         if_match (a version, an ETag or an Entry) writes only while the memory is at that version;
         create_only writes only when there is no such memory; either raises PreconditionFailed otherwise.
+        A value the hub's write guard holds for review (the account's guard mode is hold) raises WriteHeld,
+        with the held write: nothing is stored until staff approve it.
         """
         return self._send(
             _calls.entry_put(
@@ -155,7 +157,10 @@ class MemoryHub:
         privacy: str | None = None,
         ttl: int | None = None,
     ) -> Entry:
-        """Change some fields of an existing memory (PATCH; ttl sets a new expiry); NotFound when there is none."""
+        """Change some fields of an existing memory (PATCH; ttl sets a new expiry); NotFound when there is none.
+
+        A value the hub's write guard holds for review raises WriteHeld, as for put: the memory stays as it was.
+        """
         return self._send(
             _calls.entry_update(
                 uid, key, value=value, kind=kind, meta=meta, if_match=if_match, privacy=privacy, ttl=ttl
@@ -216,7 +221,11 @@ class MemoryHub:
         return self._send(_calls.entry_restore(uid, key))
 
     def batch(self, uid: str, operations: Sequence[BatchOperation]) -> list[BatchOutcome]:
-        """Apply up to 500 puts and deletes in order, all or none (BadRequest names each bad operation)."""
+        """Apply up to 500 puts and deletes in order, all or none (BadRequest names each bad operation).
+
+        A put the hub's write guard holds for review is an outcome of status "held" (its `held` is the held
+        write) and the other operations are applied.
+        """
         return self._send(_calls.entries_batch(uid, operations))
 
     # Users

@@ -1,12 +1,15 @@
 """What can go wrong talking to a hub: one exception per kind of answer, all under MemoryHubError.
 
 An answer the hub gave (4xx, 5xx) is an APIError subclass carrying the status, the hub's message
-(`detail`) and the decoded body; a hub that could not be reached is a HubConnectionError.
+(`detail`) and the decoded body; a hub that could not be reached is a HubConnectionError. A put or
+update that the hub's write guard held for review (202) is a WriteHeld: nothing was stored.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from memoryhub_client.models import HeldWrite
 
 __all__ = [
     "APIError",
@@ -22,6 +25,7 @@ __all__ = [
     "PreconditionFailed",
     "RateLimited",
     "ServerError",
+    "WriteHeld",
 ]
 
 
@@ -35,6 +39,27 @@ class HubConnectionError(MemoryHubError):
 
 class HubTimeout(HubConnectionError):
     """No answer within the client's timeout."""
+
+
+class WriteHeld(MemoryHubError):
+    """The hub's write guard held a put or update for review (202; the account's guard mode is hold).
+
+    Nothing is stored until staff approve it, and no read shows it until then: `held` is the held
+    write (its `id`, the `guard_flags` it broke, its `status`), `location` where the hub reports its
+    status (/api/v1/held/{id}). Sending it again only holds it again.
+    """
+
+    held: HeldWrite
+    location: str | None
+
+    def __init__(self, held: HeldWrite, *, location: str | None = None) -> None:
+        flags = ", ".join(held.guard_flags) or "a guard rule"
+        super().__init__(
+            f"The write to {held.uid}/{held.key} is held for review (held write {held.id}, {flags}): "
+            "nothing is stored until staff approve it."
+        )
+        self.held = held
+        self.location = location
 
 
 class APIError(MemoryHubError):

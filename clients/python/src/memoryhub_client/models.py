@@ -17,6 +17,7 @@ __all__ = [
     "Entry",
     "EvaluationRun",
     "Event",
+    "HeldWrite",
     "Info",
     "PageData",
     "SyncStatus",
@@ -171,19 +172,61 @@ class BatchOperation:
 
 
 @dataclass(frozen=True)
+class HeldWrite:
+    """A write the hub's write guard held for review (the account's guard mode is hold): nothing is
+    stored until staff approve it. `id` is its number at /api/v1/held/{id}; `guard_flags` the rules the
+    value broke; `status` pending, approved or rejected. kind and meta are None where the write left them out.
+    """
+
+    id: int
+    uid: str
+    key: str
+    value: str
+    kind: str | None
+    meta: dict[str, Any] | None
+    guard_flags: tuple[str, ...]
+    status: str
+    requested_at: datetime
+    # The version the write named (if_match; 0: create only): it is approved only while the memory is at it.
+    expected_version: int | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HeldWrite:
+        expected = data.get("expected_version")
+        return cls(
+            id=int(data["id"]),
+            uid=data["uid"],
+            key=data["key"],
+            value=data["value"],
+            kind=data.get("kind"),
+            meta=data.get("meta"),
+            guard_flags=tuple(data.get("guard_flags") or ()),
+            status=data["status"],
+            requested_at=_required_time(data["requested_at"]),
+            expected_version=int(expected) if expected is not None else None,
+        )
+
+
+@dataclass(frozen=True)
 class BatchOutcome:
-    """What one operation of a batch did: created, updated, unchanged, deleted or absent."""
+    """What one operation of a batch did: created, updated, unchanged, deleted, absent, or held (the write
+    guard held the put for review: `held` is the held write, and `entry` is None)."""
 
     op: str
     key: str
     status: str
     entry: Entry | None
+    held: HeldWrite | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BatchOutcome:
-        entry = data.get("entry")
+        entry, held = data.get("entry"), data.get("held")
         return cls(
-            op=data["op"], key=data["key"], status=data["status"], entry=Entry.from_json(entry) if entry else None
+            op=data["op"],
+            key=data["key"],
+            status=data["status"],
+            entry=Entry.from_json(entry) if entry else None,
+            held=HeldWrite.from_json(held) if held else None,
         )
 
 
