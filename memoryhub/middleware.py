@@ -56,6 +56,19 @@ class RequestBodyLimitMiddleware:
 
 
 NOT_UTF8_PATH = "The path is not valid UTF-8: percent-encode the UTF-8 bytes of each character."
+NOT_UTF8_QUERY = "The query string is not valid UTF-8: percent-encode the UTF-8 bytes of each character."
+
+
+def _query_is_utf8(query: str) -> bool:
+    """Whether a query string (as the server hands it over: its bytes as latin-1 characters) holds UTF-8 only,
+    once percent-decoded. Django would put U+FFFD in place of each byte that is not."""
+    if query.isascii() and "%" not in query:
+        return True
+    try:
+        unquote_to_bytes(query.encode("latin-1")).decode("utf-8")
+    except UnicodeError:
+        return False
+    return True
 
 
 def _raw_path_bytes(request: HttpRequest) -> bytes | None:
@@ -91,12 +104,13 @@ def wsgi_path_check(app: Callable) -> Callable:
 
 class RequestSanityMiddleware:
     """Refuses with 400 what no page can answer: a path that is not UTF-8 (under ASGI; wsgi_path_check
-    does it for WSGI), NUL in a query parameter.
+    does it for WSGI), a query string that is not UTF-8, NUL in a query parameter.
 
     Without this, a path segment like `caf%E9` reaches the views as the literal text `caf%E9` (Django
     re-quotes bytes that are not UTF-8), so a key would silently become another key; and NUL in a
     dashboard query parameter reaches the database, which refuses it with a 500. The API answers NUL
-    in its own parameters with a field error (memories.api.views); this covers every path.
+    in its own parameters with a field error (memories.api.views); this covers every path. A query string's
+    bytes that are not UTF-8 would reach every page as U+FFFD: `?q=%FF` would search for that character.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -109,6 +123,8 @@ class RequestSanityMiddleware:
                 raw_path.decode("utf-8")
         except UnicodeDecodeError:
             return _bad_request(request, NOT_UTF8_PATH)
+        if not _query_is_utf8(request.META.get("QUERY_STRING", "")):
+            return _bad_request(request, NOT_UTF8_QUERY)
         if not request.path.startswith("/api/") and any("\x00" in value for value in request.GET.values()):
             return _bad_request(request, "A query parameter holds a NUL character, which no memory can contain.")
         return self.get_response(request)

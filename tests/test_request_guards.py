@@ -25,6 +25,30 @@ def test_nul_in_a_dashboard_query_parameter_is_a_400(owner_client, path):
     assert "NUL" in response.content.decode()
 
 
+@pytest.mark.parametrize(
+    "path", ["/api/v1/users/alice/memories/?q=%FF", "/api/v1/users/alice/memories/?q=caf%E9", "/user/?uid=%ED%A0%80"]
+)
+def test_a_query_string_that_is_not_utf8_is_a_400_not_a_search_for_a_replacement_character(
+    owner, owner_client, owner_api, path
+):
+    services.entry_put(owner=owner, uid="alice", key="odd", value="holds \ufffd, the replacement character")
+    client = owner_api if path.startswith("/api/") else owner_client
+
+    response = client.get(path)
+
+    assert response.status_code == 400
+    assert "query string is not valid UTF-8" in response.content.decode()
+
+
+def test_a_query_string_in_utf8_is_read_as_its_characters(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="drink", value="café au lait")
+
+    response = owner_api.get("/api/v1/users/alice/memories/?q=caf%C3%A9&match=substring")
+
+    assert response.status_code == 200
+    assert [result["key"] for result in response.json()["results"]] == ["drink"]
+
+
 def _wsgi_put(path_info: str, token: str) -> str:
     """PUT through the hub's WSGI application, with PATH_INFO as a WSGI server decodes it (bytes as latin-1)."""
     body = b'{"value": "v"}'
