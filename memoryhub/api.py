@@ -50,7 +50,9 @@ class ErrorDetailSerializer(serializers.Serializer):
 
 
 PRECONDITION_FAILED = OpenApiResponse(
-    ErrorDetailSerializer, description="If-Match names a version the entry is not at."
+    ErrorDetailSerializer,
+    description="If-Match names a version the entry is not at, or no version at all (a weak, unquoted or "
+    "malformed tag never matches).",
 )
 ENTRY_EXISTS = OpenApiResponse(ErrorDetailSerializer, description="The entry exists; there is nothing to restore.")
 

@@ -89,7 +89,8 @@ def if_match_version(
 ) -> int | None:
     """The version the request's If-Match header asks for; None when it has none.
 
-    If-Match holding only weak or malformed tags can never match: that is a 412, as for a stale one.
+    If-Match holding only weak or malformed tags can never match: that is a 412, as for a stale one (RFC 9110,
+    13.1.1), whose message says what was wrong with them.
     Without If-Match, a PUT's If-None-Match: * asks for ABSENT_VERSION (create only). * and a list
     of several tags are matched against current_version() (the entry's version by default; a
     restore passes the version the entry was deleted at); absent is the 412's message when that is None.
@@ -127,16 +128,37 @@ def _matched_version(header: str, current_version: Callable[[], int | None], abs
         if current is None:
             raise PreconditionFailed(f"{absent.removesuffix('.')} (If-Match: *).")
         return current
-    versions = _tag_versions(_header_tags(header))
+    tags = _header_tags(header)
+    versions = _tag_versions(tags)
     if len(versions) == 1:
         return versions.pop()
     if not versions:
-        raise PreconditionFailed('If-Match must hold the entry\'s ETag, such as "3".')
+        raise PreconditionFailed(_why_no_version(tags))
     # Several versions: the entry matches whichever it is at, so ask for the current one if listed.
     current = current_version()
     if current is None or current not in versions:
         raise PreconditionFailed(f"The entry is at version {current}." if current else absent)
     return current
+
+
+def _why_no_version(tags: list[str]) -> str:
+    """Why an If-Match header's tags name no version, and the form that does: the 412's message."""
+    if not tags:
+        return "If-Match is empty: send the ETag as the ETag header gave it, or * for any existing version."
+    if any(tag.startswith("W/") for tag in tags):
+        return (
+            'If-Match compares ETags strongly: a weak one (W/"...") never matches. Send the ETag as the ETag header '
+            "gave it, in double quotes without W/."
+        )
+    if any(not (len(tag) >= 2 and tag.startswith('"') and tag.endswith('"')) for tag in tags):
+        return (
+            "If-Match takes ETags in double quotes, as the ETag header gives them: a value without its quotes "
+            "never matches."
+        )
+    return (
+        "If-Match holds no ETag the hub gives: an entry's ETag is its version in double quotes, without leading "
+        "zeros, as the ETag header gives it."
+    )
 
 
 # The writes that If-None-Match naming ETags makes conditional (RFC 9110, 13.1.2).

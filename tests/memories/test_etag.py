@@ -71,6 +71,27 @@ def test_a_weak_or_malformed_etag_never_matches(stored, header):
     assert stored.get(URL).json()["value"] == "emacs"
 
 
+@pytest.mark.parametrize(
+    ("header", "words"),
+    [
+        ('W/"2"', 'a weak one (W/"...") never matches'),
+        ('W/"2", W/"1"', 'a weak one (W/"...") never matches'),
+        ("2", "a value without its quotes never matches"),
+        ('"two"', "its version in double quotes, without leading zeros"),
+        ('"02"', "its version in double quotes, without leading zeros"),
+        (" ", "If-Match is empty"),
+    ],
+)
+def test_an_if_match_that_names_no_version_says_what_is_wrong_and_what_form_matches(stored, header, words):
+    response = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH=header)
+
+    assert response.status_code == 412
+    detail = response.json()["detail"]
+    assert words in detail
+    assert "ETag header" in detail
+    assert '"3"' not in detail
+
+
 def test_a_list_of_etags_matches_when_it_holds_the_current_version(stored):
     assert stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH='"1", "2"').status_code == 200
     assert stored.put(URL, {"value": "ed"}, format="json", HTTP_IF_MATCH='"1", "2"').status_code == 412
