@@ -35,7 +35,7 @@ from django.db.models.lookups import Exact, In
 from django.utils import timezone
 
 from memories.models import MemoryEntry
-from memories.validation import UNSTORABLE_CHARACTERS, InvalidField, check_kind
+from memories.validation import UNSTORABLE_CHARACTERS, InvalidField, check_flag, check_kind
 
 # A meta field a filter names: letters, digits, '_' and '-', starting with a letter or '_'; top level only.
 META_FIELD_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -47,8 +47,6 @@ FILTER_MAX_FIELDS = 10
 META_PREFIX = "meta."
 IN_SUFFIX = "__in"
 INCLUDE_EXPIRED_PARAMETER = "include_expired"
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("", "0", "false", "no", "off")
 
 MetaScalar = str | int | float | bool
 # What SQLite's json_type calls a JSON number.
@@ -250,16 +248,6 @@ def _check_kinds(parameter: str, kinds: Iterable[object]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(checked))
 
 
-def _flag(parameter: str, text: str) -> bool:
-    if text.lower() in TRUE_WORDS:
-        return True
-    if text.lower() in FALSE_WORDS:
-        return False
-    raise InvalidField(
-        parameter, f"must be one of {', '.join(TRUE_WORDS)} or {', '.join(w for w in FALSE_WORDS if w)}."
-    )
-
-
 def _split(text: str) -> list[str]:
     return text.split(",")
 
@@ -270,9 +258,10 @@ def filter_from_params(params: Mapping[str, str], *, now: datetime | None = None
     Other parameters are not the filter's and are left alone. Raises InvalidField naming the bad parameter.
     """
     kinds: tuple[str, ...] = ()
-    if params.get("kind") and params.get("kind__in"):
+    if "kind" in params and "kind__in" in params:
         raise InvalidField("kind__in", "give kind or kind__in, not both.")
-    if params.get("kind"):
+    if "kind" in params:
+        # An empty kind is refused as an empty kind__in is: no entry has it, and leaving it out means any kind.
         kinds = _check_kinds("kind", [params["kind"]])
     elif "kind__in" in params:
         kinds = _check_kinds("kind__in", _split(params["kind__in"]))
@@ -290,7 +279,7 @@ def filter_from_params(params: Mapping[str, str], *, now: datetime | None = None
         meta[name] = _check_values(parameter, values)
     if len(meta) > FILTER_MAX_FIELDS:
         raise InvalidField("meta", f"at most {FILTER_MAX_FIELDS} meta fields may be filtered; got {len(meta)}.")
-    include_expired = _flag(INCLUDE_EXPIRED_PARAMETER, params.get(INCLUDE_EXPIRED_PARAMETER, ""))
+    include_expired = check_flag(INCLUDE_EXPIRED_PARAMETER, params.get(INCLUDE_EXPIRED_PARAMETER, ""))
     return EntryFilter(
         kinds=kinds, meta=tuple(meta.items()), include_expired=include_expired, now=now or timezone.now()
     )

@@ -1,4 +1,4 @@
-"""Checks on every field an entry is written with.
+"""Checks on every field an entry is written with, and on the yes-or-no flags a request reads.
 
 Each check raises InvalidField, whose message names the field and the limit, so every way in
 (API, tool, dashboard, admin, import) answers bad input the same way.
@@ -83,6 +83,23 @@ def check_kind(kind: object) -> str:
             "must start with a letter or digit and hold only letters, digits, '_', '-', '.' and ':'.",
         )
     return kind
+
+
+# The words a yes-or-no query parameter takes (any case), the same for every flag (?include_expired=, ?erase=);
+# an empty one is no.
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("", "0", "false", "no", "off")
+
+
+def check_flag(parameter: str, text: str) -> bool:
+    """A yes-or-no query parameter's value: one of TRUE_WORDS or FALSE_WORDS, in any case."""
+    if text.lower() in TRUE_WORDS:
+        return True
+    if text.lower() in FALSE_WORDS:
+        return False
+    raise InvalidField(
+        parameter, f"must be one of {', '.join(TRUE_WORDS)} or {', '.join(word for word in FALSE_WORDS if word)}."
+    )
 
 
 def check_privacy(privacy: object) -> str:

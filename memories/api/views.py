@@ -59,7 +59,7 @@ from memories.filters import (
 from memories.models import HeldWrite, MemoryEntry, Privacy
 from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownMatches
 from memories.tool import TOOL_SCHEMA, run_tool
-from memories.validation import InvalidField, check_key, check_uid
+from memories.validation import FALSE_WORDS, TRUE_WORDS, InvalidField, check_flag, check_key, check_uid
 from memories.work import work_status
 from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination
 
@@ -69,7 +69,8 @@ KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description=
 # tool endpoint or POST with the key in the body.
 SEGMENT = r"[^/]+"
 BATCH_KEY = "batch"
-ERASE_FLAGS = ("0", "1")
+# How the schema names the words a yes-or-no parameter takes (validation.check_flag).
+FLAG_WORDS = f"{', '.join(TRUE_WORDS)} (any case; {', '.join(word for word in FALSE_WORDS if word)} or empty for no)"
 # Which ranking answered a search: "hybrid", or "lexical; semantic off" / "lexical; semantic unavailable: why".
 RANKING_HEADER = "X-MemoryHub-Ranking"
 
@@ -169,7 +170,7 @@ FILTER_PARAMETERS = [
     OpenApiParameter(
         INCLUDE_EXPIRED_PARAMETER,
         bool,
-        description="1: also the entries whose expiry has passed and that the worker has not deleted yet.",
+        description=f"{FLAG_WORDS}: also the entries whose expiry has passed and that the worker has not deleted yet.",
     ),
 ]
 
@@ -196,17 +197,16 @@ class UserViewSet(HubViewSet):
         parameters=[
             UID_PARAMETER,
             OpenApiParameter(
-                "erase", str, enum=[*ERASE_FLAGS], description="1: erase the history and Honcho sessions too."
+                "erase",
+                bool,
+                description=f"{FLAG_WORDS}: erase the history and Honcho sessions too.",
             ),
         ],
         responses=ForgetSerializer,
     )
     def destroy(self, request: Request, uid: str) -> Response:
         account = request_account(request)
-        erase = request.query_params.get("erase", "0")
-        if erase not in ERASE_FLAGS:
-            raise serializers.ValidationError({"erase": [f"must be one of {', '.join(ERASE_FLAGS)}."]})
-        if erase == "1":
+        if check_flag("erase", request.query_params.get("erase", "")):
             erasure = services.user_erase(owner=account, uid=uid, actor=account)
             if erasure is None:
                 raise Http404

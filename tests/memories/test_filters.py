@@ -83,6 +83,9 @@ def test_a_stranger_filtering_finds_nothing_of_the_owners(alice, stranger_api):
         ({"meta.project__in": ",".join(str(n) for n in range(51))}, "meta.project__in", "at most 50 values"),
         ({"kind": "two words"}, "kind", "must start with a letter or digit"),
         ({"kind": "fact", "kind__in": "fact"}, "kind__in", "not both"),
+        ({"kind": ""}, "kind", "must be 1 to 32 characters; got 0"),
+        ({"kind__in": ""}, "kind__in", "must be 1 to 32 characters; got 0"),
+        ({"kind": "", "kind__in": "fact"}, "kind__in", "not both"),
     ],
 )
 def test_a_bad_filter_is_a_400_naming_the_parameter(alice, owner_api, params, field, says):

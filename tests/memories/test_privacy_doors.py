@@ -100,13 +100,46 @@ def test_the_api_erases_a_user_and_the_history_keeps_one_row(owner_api, owner):
 def test_the_api_refuses_a_bad_erase_flag_and_a_strangers_erasure(owner_api, stranger_api, owner):
     _fill(owner)
 
-    bad = owner_api.delete("/api/v1/users/alice/?erase=yes")
+    bad = owner_api.delete("/api/v1/users/alice/?erase=maybe")
     stranger = stranger_api.delete("/api/v1/users/alice/?erase=1")
 
     assert bad.status_code == 400 and list(bad.json()) == ["erase"]
     assert stranger.status_code == 404
     assert MemoryEntry.objects.filter(owner=owner).count() == 2
     assert MemoryEvent.objects.filter(owner=owner).count() == 3
+
+
+@pytest.mark.parametrize("flag", ["1", "true", "yes", "on", "TRUE"])
+def test_the_erase_flag_takes_the_words_include_expired_takes(owner_api, owner, flag):
+    _fill(owner)
+
+    response = owner_api.delete(f"/api/v1/users/alice/?erase={flag}")
+
+    assert response.status_code == 200
+    assert response.json()["erased"] is True
+    assert MemoryEvent.objects.get(owner=owner, uid="alice").action == "erase"
+
+
+@pytest.mark.parametrize("flag", ["", "0", "false", "no", "off"])
+def test_an_erase_flag_that_says_no_forgets_and_keeps_the_history(owner_api, owner, flag):
+    _fill(owner)
+
+    response = owner_api.delete(f"/api/v1/users/alice/?erase={flag}")
+
+    assert response.status_code == 200
+    assert response.json() == {"uid": "alice", "deleted": 2, "erased": False}
+    assert MemoryEvent.objects.filter(owner=owner, uid="alice").count() == 5
+
+
+def test_a_bad_erase_flag_and_a_bad_include_expired_are_refused_alike(owner_api, owner):
+    _fill(owner)
+
+    erase = owner_api.delete("/api/v1/users/alice/?erase=maybe")
+    include_expired = owner_api.get(f"{MEMORIES}?include_expired=maybe")
+
+    assert (erase.status_code, include_expired.status_code) == (400, 400)
+    assert erase.json()["erase"] == include_expired.json()["include_expired"]
+    assert "true" in erase.json()["erase"][0]
 
 
 def test_a_plain_forget_keeps_the_history(owner_api, owner):
