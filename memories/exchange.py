@@ -21,9 +21,11 @@ each kind. Every line names its kind in "line": first the entries, as in version
     {"line": "event", "owner": "alice", "uid": "...", "key": "...", "action": "update", "version": 3,
      "value_before": "...", "value_after": "...", "kind_before": "...", "kind_after": "...",
      "meta_before": {...}, "meta_after": {...}, "privacy_before": "shared", "privacy_after": "local",
-     "entries_erased": null, "actor": "alice", "at": "2026-11-29T22:57:57.123456+00:00"}
+     "created_before": "...", "entries_erased": null, "actor": "alice", "at": "2026-11-29T22:57:57.123456+00:00"}
 The *_before fields are null for a create, the *_after ones for a delete; actor is null when the
-account that made the change was deleted. An erasure's event has the action "erase", an empty key,
+account that made the change was deleted. created_before is the entry's creation time before the change,
+which a restore of a deleted entry gives back; it is null for a create, and in history written before the
+hub recorded it (a line without it reads as null). An erasure's event has the action "erase", an empty key,
 version 0, no values, and entries_erased. A hub that reads only version 1 refuses a version 2 file
 whole, rather than taking its history lines for entries.
 """
@@ -107,7 +109,7 @@ def backup_entry_line(row: tuple) -> bytes:
 def backup_event_line(row: tuple) -> bytes:
     """One history line of a backup, for a row of selectors.EVENT_EXPORT_FIELDS."""
     (owner, uid, key, action, version, value_before, value_after, kind_before, kind_after, meta_before,
-     meta_after, privacy_before, privacy_after, entries_erased, actor, at) = row  # fmt: skip
+     meta_after, privacy_before, privacy_after, created_before, entries_erased, actor, at) = row  # fmt: skip
     return _json_line(
         {
             "line": EVENT_LINE,
@@ -124,6 +126,7 @@ def backup_event_line(row: tuple) -> bytes:
             "meta_after": meta_after,
             "privacy_before": privacy_before,
             "privacy_after": privacy_after,
+            "created_before": created_before.isoformat() if created_before is not None else None,
             "entries_erased": entries_erased,
             "actor": actor,
             "at": at.isoformat(),
@@ -345,6 +348,7 @@ def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent:
         meta_after=content.get("meta_after"),
         privacy_before=content.get("privacy_before"),
         privacy_after=content.get("privacy_after"),
+        created_before=_timestamp(content, "created_before"),
         entries_erased=content.get("entries_erased"),
         actor=content.get("actor"),
         at=_required_timestamp(content, "at"),

@@ -342,6 +342,12 @@ class MemoryEvent(models.Model):
     meta_after = models.JSONField(null=True, blank=True)
     privacy_before = models.CharField(max_length=8, choices=Privacy.choices, null=True, blank=True)  # noqa: DJ001
     privacy_after = models.CharField(max_length=8, choices=Privacy.choices, null=True, blank=True)  # noqa: DJ001
+    created_before = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The entry's creation time before the change, which a restore gives back (none for a create; "
+        "none in history written before it was recorded).",
+    )
     entries_erased = models.PositiveIntegerField(null=True, blank=True, help_text="For an erasure: how many entries.")
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -643,7 +643,8 @@ def export_snapshot() -> Iterator[None]:
 
 EVENT_EXPORT_FIELDS = (
     "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
-    "meta_before", "meta_after", "privacy_before", "privacy_after", "entries_erased", "actor__username", "at",
+    "meta_before", "meta_after", "privacy_before", "privacy_after", "created_before", "entries_erased",
+    "actor__username", "at",
 )  # fmt: skip
 
 

@@ -217,6 +217,7 @@ def _event(entry: MemoryEntry, *, action: str, actor: User | None, before: Memor
         meta_after=after.meta if after else None,
         privacy_before=before.privacy if before else None,
         privacy_after=after.privacy if after else None,
+        created_before=before.created if before else None,
         # No account expires an entry: the clock does.
         actor_id=None if action == MemoryEvent.Action.EXPIRE else actor.pk if actor is not None else entry.owner_id,
         at=timezone.now(),
@@ -318,7 +319,12 @@ def account_default_privacy(owner: User) -> str:
 
 def _snapshot(entry: MemoryEntry) -> MemoryEntry:
     return MemoryEntry(
-        value=entry.value, kind=entry.kind, meta=entry.meta, privacy=entry.privacy, expires=entry.expires
+        value=entry.value,
+        kind=entry.kind,
+        meta=entry.meta,
+        privacy=entry.privacy,
+        expires=entry.expires,
+        created=entry.created,
     )
 
 
@@ -720,14 +726,18 @@ def entry_restore(
             raise EntryNotFound(f"{uid}/{key}")
         if expected_version is not None and expected_version != deletion.version:
             raise VersionConflict(ABSENT_VERSION, deleted_at=deletion.version)
-        creation = (
-            MemoryEvent.objects.filter(
-                owner=owner, uid=uid, key=key, action=MemoryEvent.Action.CREATE, id__lt=deletion.id
+        creation = deletion.created_before
+        if creation is None:
+            # A deletion from before events kept the entry's creation time: its creation event is the nearest
+            # (written a moment after the entry's created; for an entry imported or restored, later still).
+            creation = (
+                MemoryEvent.objects.filter(
+                    owner=owner, uid=uid, key=key, action=MemoryEvent.Action.CREATE, id__lt=deletion.id
+                )
+                .order_by("-id")
+                .values_list("at", flat=True)
+                .first()
             )
-            .order_by("-id")
-            .values_list("at", flat=True)
-            .first()
-        )
         now = timezone.now()
         value = deletion.value_before or ""
         # A restore brings back a value the hub stored before: it is marked as a flag would mark it,

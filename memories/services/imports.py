@@ -155,7 +155,8 @@ ENTRY_IMPORT_COLUMNS = (
 )  # fmt: skip
 EVENT_IMPORT_COLUMNS = (
     "owner_id", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
-    "meta_before", "meta_after", "privacy_before", "privacy_after", "entries_erased", "actor_id", "at",
+    "meta_before", "meta_after", "privacy_before", "privacy_after", "created_before", "entries_erased", "actor_id",
+    "at",
 )  # fmt: skip
 # Parameters per INSERT statement on the bulk path: inside both SQLite's limit (32,766 since 3.32)
 # and PostgreSQL's (65,535). Fewer, larger statements matter on SQLite: the full-text index is
@@ -243,7 +244,7 @@ def _import_round(
             )
             event_rows.append(
                 (owner.pk, record.uid, record.key, MemoryEvent.Action.CREATE.value, version, None, record.value,
-                 None, record.kind, None, meta, None, privacy, None, actor_id, db_now)
+                 None, record.kind, None, meta, None, privacy, None, None, actor_id, db_now)
             )  # fmt: skip
             continue
         privacy = record.privacy or entry.privacy
@@ -259,7 +260,8 @@ def _import_round(
             event_rows.append(
                 (owner.pk, record.uid, record.key, MemoryEvent.Action.UPDATE.value,
                  max(entry.version + 1, record.version or 1), entry.value, record.value, entry.kind, record.kind,
-                 as_db_json(entry.meta), as_db_json(record.meta), entry.privacy, privacy, None, actor_id, db_now)
+                 as_db_json(entry.meta), as_db_json(record.meta), entry.privacy, privacy, as_db_time(entry.created),
+                 None, actor_id, db_now)
             )  # fmt: skip
             # a local entry made shared may have had no vector (a remote provider is never given one)
             if entry.value != record.value or (entry.privacy == Privacy.LOCAL and privacy != Privacy.LOCAL):
@@ -438,6 +440,8 @@ class RestoreEvent:
     at: datetime
     privacy_before: str | None = None
     privacy_after: str | None = None
+    # The entry's creation time before the change (none for a create, or in a backup from before it was kept).
+    created_before: datetime | None = None
     # An erasure's event: how many entries it erased (its key is empty, its version 0, it holds no values).
     entries_erased: int | None = None
 
@@ -539,6 +543,11 @@ def _check_restore_time(event: RestoreEvent, *, now: datetime) -> None:
         raise InvalidField("actor", "must be a username or null.")
     if not isinstance(event.at, datetime) or timezone.is_naive(event.at):
         raise InvalidField("at", "must be a date and time with a time zone (ISO 8601).")
+    if event.created_before is not None:
+        if event.action in (MemoryEvent.Action.CREATE, MemoryEvent.Action.ERASE):
+            raise InvalidField("created_before", f"must be null for a {event.action} event.")
+        if not isinstance(event.created_before, datetime) or timezone.is_naive(event.created_before):
+            raise InvalidField("created_before", "must be a date and time with a time zone (ISO 8601).")
     if event.at > now + IMPORT_CLOCK_SKEW:
         raise InvalidField(
             "at", f"must not be in the future (more than {IMPORT_CLOCK_SKEW.seconds // 60} minutes ahead)."
@@ -686,7 +695,7 @@ class _Restore:
                 event_rows.append(
                     (owner.pk, item.uid, item.key, item.action, item.version, item.value_before, item.value_after,
                      item.kind_before, item.kind_after, as_db_json(item.meta_before), as_db_json(item.meta_after),
-                     item.privacy_before, item.privacy_after, item.entries_erased,
+                     item.privacy_before, item.privacy_after, as_db_time(item.created_before), item.entries_erased,
                      actor.pk if actor is not None else None, as_db_time(item.at))
                 )  # fmt: skip
         if self.counts.refused:

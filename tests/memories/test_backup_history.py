@@ -20,7 +20,8 @@ ENTRY_FIELDS = (
 )  # fmt: skip
 EVENT_FIELDS = (
     "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
-    "meta_before", "meta_after", "privacy_before", "privacy_after", "entries_erased", "actor__username", "at",
+    "meta_before", "meta_after", "privacy_before", "privacy_after", "created_before", "entries_erased",
+    "actor__username", "at",
 )  # fmt: skip
 
 
@@ -158,6 +159,19 @@ def test_the_next_write_after_a_restore_goes_on_from_each_keys_last_version(owne
     assert services.entry_put(owner=owner, uid="carol", key="drink", value="coffee").entry.version == 6
 
 
+def test_a_deleted_entry_of_a_restored_backup_is_restored_with_its_creation_time(owner, hub, tmp_path: Path):
+    gone = MemoryEvent.objects.get(owner=owner, uid="alice", key="gone", action="delete")
+    created = MemoryEvent.objects.get(owner=owner, uid="alice", key="gone", action="create").at
+    assert gone.created_before is not None and gone.created_before <= created
+    backup = _backup(tmp_path / "full.jsonl")
+    _empty_the_hub()
+    call_command("import_memories", str(backup), quiet=True)
+
+    restored = services.entry_restore(owner=owner, uid="alice", key="gone")
+
+    assert restored.created == gone.created_before
+
+
 def test_create_accounts_makes_the_missing_accounts_with_no_password_and_no_token(hub, tmp_path: Path, capsys):
     entries, history = hub
     backup = _backup(tmp_path / "full.jsonl")
@@ -252,15 +266,18 @@ def test_bad_history_lines_are_named_by_line_and_field(owner, tmp_path: Path, ca
         {**event, "at": "yesterday"},
         {key: value for key, value in event.items() if key != "line"},
         {"line": "entry", "owner": "owner", "uid": "alice", "key": "k", "value": "v"},
+        {**event, "created_before": moment},
+        {**event, "action": "update", "value_before": "u", "kind_before": "preference", "meta_before": {},
+         "created_before": "2026-01-02T03:04:05"},
         event,
-    ]
+    ]  # fmt: skip
     backup = tmp_path / "hand-made.jsonl"
     _write(
         backup,
         {"format": "memoryhub.memories", "format_version": 2},
         [json.dumps(line).encode() + b"\n" for line in lines],
     )
-    with pytest.raises(CommandError, match="7 lines were refused"):
+    with pytest.raises(CommandError, match="9 lines were refused"):
         call_command("import_memories", str(backup), quiet=True)
     out = capsys.readouterr().out
     assert "line 2: action: must be one of create, update, delete, erase, expire, reject." in out
@@ -270,6 +287,8 @@ def test_bad_history_lines_are_named_by_line_and_field(owner, tmp_path: Path, ca
     assert "line 6: at: must be an ISO 8601 date and time" in out
     assert "line 7: line: must be 'entry' or 'event'." in out
     assert "line 8: created: is required in a backup with history" in out
+    assert "line 9: created_before: must be null for a create event." in out
+    assert "line 10: created_before: must be a date and time with a time zone" in out
     assert MemoryEvent.objects.count() == 0
 
 

@@ -1,5 +1,7 @@
 """A deleted entry comes back from its history, through the API and through the admin."""
 
+from datetime import UTC, datetime
+
 import pytest
 from django.urls import reverse
 
@@ -39,9 +41,51 @@ def test_a_restored_entry_goes_on_from_the_deleted_version_and_the_history_says_
     assert history[0]["value_after"] == "emacs"
 
 
-def test_a_restored_entry_keeps_its_creation_time(deleted):
+def test_a_restored_entry_has_the_creation_time_it_had_when_deleted(owner_api):
+    created = owner_api.put(URL, {"value": "vim"}, format="json").json()["created"]
+    owner_api.put(URL, {"value": "emacs"}, format="json")
+    owner_api.delete(URL)
+
+    restored = owner_api.post(URL + "/restore").json()
+
+    assert restored["created"] == created
+    assert restored["updated"] > created
+    assert owner_api.get(URL).json()["created"] == created
+
+
+def test_an_entry_restored_twice_keeps_its_first_creation_time(owner):
+    created = services.entry_put(owner=owner, uid="alice", key="editor", value="vim").entry.created
+    services.entry_delete(owner=owner, uid="alice", key="editor")
+    services.entry_restore(owner=owner, uid="alice", key="editor")
+    services.entry_delete(owner=owner, uid="alice", key="editor")
+
+    entry = services.entry_restore(owner=owner, uid="alice", key="editor")
+
+    assert entry.created == created
+    assert selectors.entry_get(owner=owner, uid="alice", key="editor").created == created
+
+
+def test_an_imported_entry_restored_keeps_the_creation_time_it_was_imported_with(owner):
+    moment = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+    services.entries_import(
+        owner=owner,
+        records=[services.ImportRecord(uid="alice", key="editor", value="vim", created=moment, updated=moment)],
+    )
+    services.entry_delete(owner=owner, uid="alice", key="editor")
+
+    entry = services.entry_restore(owner=owner, uid="alice", key="editor")
+
+    assert entry.created == moment
+
+
+def test_a_deletion_recorded_without_the_creation_time_restores_the_creation_events_time(deleted):
+    # History written before deletions recorded the entry's creation time: the entry's creation event is the
+    # nearest the hub has (within the moment of the same write).
+    MemoryEvent.objects.update(created_before=None)
     first_creation = MemoryEvent.objects.filter(uid="alice", key="editor", action="create").get().at
+
     entry = services.entry_restore(owner=deleted, uid="alice", key="editor")
+
     assert entry.created == first_creation
     assert entry.updated > first_creation
 
