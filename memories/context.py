@@ -10,9 +10,13 @@ The format (documented in the README and the OpenAPI schema; `CONTEXT_FORMAT` na
 
 One header line, then one item per memory: "- key (kind): value". A value's own line breaks are
 kept, each following line indented by two spaces, so every line that starts with "- " starts a
-memory. The header says "most relevant first" when a query ranked the first memories, "newest
-first" otherwise. A user with no memories, or a budget too small for the header and one memory,
-gets an empty block.
+memory. A line break is any that str.splitlines ends a line at (LINE_BREAK: LF, CR and CRLF, VT,
+FF, the file, group and record separators, NEL, and the line and paragraph separators), each
+written as "\n"; one in a key or a uid (which refuse control characters, but not the two
+separators) is indented alike, so a reader splitting lines by Unicode's rules sees no item the
+block does not hold. The header says "most relevant first" when a query ranked the first
+memories, "newest first" otherwise. A user with no memories, or a budget too small for the header
+and one memory, gets an empty block.
 
 Lengths are counted in characters (Python's len, code points), the block's final newline included.
 Memories are taken in order (those most relevant to the query first, then the most recently
@@ -23,6 +27,7 @@ query always give the same block.
 """
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +51,8 @@ CONTEXT_FETCH_SIZE = 16
 CONTEXT_FILL_WINDOW = 64
 ITEM_PREFIX = "- "
 CONTINUATION_INDENT = "  "
+# Every line break str.splitlines knows, CRLF as one (tests/memories/test_context.py holds the set to it).
+LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # The characters an item adds around its key, kind and value: "- ", " (", "): " and the newline.
 ITEM_OVERHEAD = len(ITEM_PREFIX) + len(" (") + len("): ") + len("\n")
 
@@ -112,15 +119,20 @@ def check_query_text(query_text: object, *, field: str = "q") -> str:
     return query_text
 
 
+def indented(text: str) -> str:
+    """text with each of its line breaks written as a newline and the line after it indented: it cannot
+    start a line of the block's own."""
+    return LINE_BREAK.sub("\n" + CONTINUATION_INDENT, text)
+
+
 def item_text(candidate: Candidate) -> str:
     """One memory as the block writes it, with its final newline."""
-    value = candidate.value.replace("\r\n", "\n").replace("\r", "\n")
-    return f"{ITEM_PREFIX}{candidate.key} ({candidate.kind}): " + value.replace("\n", "\n" + CONTINUATION_INDENT) + "\n"
+    return indented(f"{ITEM_PREFIX}{candidate.key} ({candidate.kind}): {candidate.value}") + "\n"
 
 
 def header_text(*, uid: str, shown: int, total: int, ranked: bool) -> str:
     order = "most relevant first" if ranked else "newest first"
-    return f"Memories about {uid} ({shown} of {total}, {order}):\n"
+    return indented(f"Memories about {uid} ({shown} of {total}, {order}):") + "\n"
 
 
 class BlockBuilder:
