@@ -54,6 +54,12 @@ TOOL_SCHEMA: dict[str, Any] = {
                 "items": {"type": "string"},
                 "description": "query: only memories of this kind (or of one of these kinds).",
             },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": settings.MEMORYHUB_MAX_PAGE_SIZE,
+                "description": f"query: the most results to return (default {settings.MEMORYHUB_QUERY_LIMIT}).",
+            },
             "ttl": {
                 "type": "integer",
                 "minimum": 1,
@@ -116,6 +122,18 @@ def action_get(account: User, uid: str, args: dict[str, Any]) -> Reply:
     return {"ok": True, "key": entry.key, "value": entry.value, "type": entry.kind}
 
 
+def _check_limit(limit: object) -> int:
+    """query's limit: 1 to MEMORYHUB_MAX_PAGE_SIZE (as MCP's recall takes it); left out, MEMORYHUB_QUERY_LIMIT."""
+    if limit is None:
+        return settings.MEMORYHUB_QUERY_LIMIT
+    most = settings.MEMORYHUB_MAX_PAGE_SIZE
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidField("limit", f"must be a whole number from 1 to {most}.")
+    if not 1 <= limit <= most:
+        raise InvalidField("limit", f"must be a whole number from 1 to {most}; got {limit}.")
+    return limit
+
+
 def action_query(account: User, uid: str, args: dict[str, Any]) -> Reply:
     query_text = args.get("query")
     if not query_text:
@@ -127,12 +145,11 @@ def action_query(account: User, uid: str, args: dict[str, Any]) -> Reply:
     if len(query_text) > CONTEXT_QUERY_MAX_LENGTH:
         return _error(f"query: must be at most {CONTEXT_QUERY_MAX_LENGTH} characters; got {len(query_text)}.")
     try:
+        limit = _check_limit(args.get("limit"))
         filters = filter_from_arguments(kind=args.get("kind"), meta=args.get("meta"))
     except InvalidField as error:
         return _error(str(error))
-    found = selectors.entry_find(owner=account, uid=uid, query_text=query_text, filters=filters)[
-        : settings.MEMORYHUB_QUERY_LIMIT
-    ]
+    found = selectors.entry_find(owner=account, uid=uid, query_text=query_text, filters=filters)[:limit]
     results = [{"key": entry.key, "value": entry.value} for entry in found]
     return {"ok": True, "results": results, "count": len(results)}
 
@@ -174,6 +191,8 @@ def tool_actions() -> dict[str, Action]:
 def run_tool(*, account: User, arguments: dict[str, Any]) -> Reply:
     """Run one tool call for account and return its JSON reply (never raises on bad arguments)."""
     action = arguments.get("action")
+    if action is None or action == "":
+        return _error(f"action required: one of {', '.join(tool_actions())}")
     handler = tool_actions().get(action) if isinstance(action, str) else None
     if handler is None:
         # The name as given, a lone surrogate written as its escape (a reply is UTF-8).

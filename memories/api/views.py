@@ -537,8 +537,8 @@ class ToolViewSet(HubViewSet):
 
     @extend_schema(
         summary="Run one memory_backend tool call",
-        description="Takes the tool's arguments (action, uid, key, value, query, meta, privacy) and replies as the "
-        "tool does.",
+        description="Takes the tool's arguments (action, uid, key, value, query, limit, meta, privacy) and replies as "
+        "the tool does.",
         request=inline_serializer(
             "ToolCall",
             fields={
@@ -547,6 +547,9 @@ class ToolViewSet(HubViewSet):
                 "key": serializers.CharField(required=False),
                 "value": serializers.CharField(required=False),
                 "query": serializers.CharField(required=False),
+                "limit": serializers.IntegerField(
+                    required=False, min_value=1, max_value=settings.MEMORYHUB_MAX_PAGE_SIZE
+                ),
                 "meta": serializers.DictField(required=False),
                 "privacy": serializers.ChoiceField(choices=Privacy.choices, required=False),
             },

@@ -97,6 +97,27 @@ def test_query_returns_at_most_ten_results(owner, owner_api):
     assert call(owner_api, action="query", uid="alice", query="word")["count"] == 10
 
 
+def test_query_takes_a_limit_of_results(owner, owner_api):
+    for number in range(12):
+        services.entry_put(owner=owner, uid="alice", key=f"note{number}", value="same word")
+
+    assert call(owner_api, action="query", uid="alice", query="word", limit=3)["count"] == 3
+    assert call(owner_api, action="query", uid="alice", query="word", limit=12)["count"] == 12
+    assert call(owner_api, action="query", uid="alice", query="word", limit=None)["count"] == 10
+
+
+@pytest.mark.parametrize(
+    ("limit", "got"), [(-1, "; got -1"), (0, "; got 0"), (501, "; got 501"), (2.5, ""), ("3", ""), (True, "")]
+)
+def test_query_refuses_a_limit_out_of_its_range_naming_limit_and_the_range(owner, owner_api, limit, got, settings):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+    cap = settings.MEMORYHUB_MAX_PAGE_SIZE
+
+    reply = call(owner_api, action="query", uid="alice", query="python", limit=limit)
+
+    assert reply == {"ok": False, "error": f"limit: must be a whole number from 1 to {cap}{got}."}
+
+
 def test_an_unknown_action_holding_a_lone_surrogate_is_named_by_its_escape(owner_api):
     response = owner_api.generic("POST", TOOL, b'{"action": "\\ud800"}', content_type="application/json")
 
@@ -145,7 +166,13 @@ def test_info_replies_backend_cloud_and_availability(owner_api):
 
 def test_an_unknown_action_is_named_in_the_error(owner_api):
     assert call(owner_api, action="remember") == {"ok": False, "error": "unknown: remember"}
-    assert call(owner_api) == {"ok": False, "error": "unknown: None"}
+
+
+@pytest.mark.parametrize("arguments", [{}, {"action": None}, {"action": ""}, {"uid": "alice"}])
+def test_a_call_without_an_action_says_action_is_required_and_names_the_actions(owner_api, arguments):
+    reply = call(owner_api, **arguments)
+
+    assert reply == {"ok": False, "error": "action required: one of store, get, query, list, delete, info, evaluate"}
 
 
 def test_a_bad_uid_is_refused_with_its_limit(owner_api):
@@ -179,9 +206,9 @@ def test_the_schema_is_the_tools_function_calling_schema(owner_api):
         "info",
         "evaluate",
     ]
-    # the reference tool's arguments, and the hub's optional privacy and ttl (store) and kind filter (query)
+    # the reference tool's arguments, and the hub's optional privacy and ttl (store) and kind filter and limit (query)
     assert set(schema["parameters"]["properties"]) == {
-        "action", "uid", "key", "value", "query", "meta", "privacy", "kind", "ttl",
+        "action", "uid", "key", "value", "query", "meta", "privacy", "kind", "ttl", "limit",
     }  # fmt: skip
 
 
