@@ -35,7 +35,7 @@ from django.db.models.lookups import Exact, In
 from django.utils import timezone
 
 from memories.models import MemoryEntry
-from memories.validation import UNSTORABLE_CHARACTERS, InvalidField, check_flag, check_kind
+from memories.validation import JSON_NUMBER_RANGE, UNSTORABLE_CHARACTERS, InvalidField, check_flag, check_kind
 
 # A meta field a filter names: letters, digits, '_' and '-', starting with a letter or '_'; top level only.
 META_FIELD_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -224,8 +224,10 @@ def _check_values(parameter: str, values: Iterable[object]) -> tuple[MetaScalar,
             if UNSTORABLE_CHARACTERS.search(value):
                 # No stored meta holds one (memories.validation.check_meta), and PostgreSQL refuses it in JSON.
                 raise InvalidField(parameter, "must not contain NUL characters or unpaired surrogates.")
-        elif not isinstance(value, bool | int | float) or (isinstance(value, float) and not math.isfinite(value)):
+        elif not isinstance(value, bool | int | float):
             raise InvalidField(parameter, "each value must be a string, a number or a boolean.")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InvalidField(parameter, f"each number must be {JSON_NUMBER_RANGE}; one is out of range.")
         checked.append(value)
     if not checked:
         raise InvalidField(parameter, "must hold at least one value.")

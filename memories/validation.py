@@ -5,6 +5,7 @@ Each check raises InvalidField, whose message names the field and the limit, so 
 """
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -143,6 +144,25 @@ def _has_unstorable_strings(value: object) -> bool:
     return False
 
 
+# The numbers JSON may carry here: a double's range. A parser reads a number past it (1e400) as infinity, which
+# JSON cannot hold.
+JSON_NUMBER_RANGE = "from -1.8e308 to 1.8e308"
+
+
+def _has_out_of_range_numbers(value: object) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def check_meta(meta: object) -> dict:
     if not isinstance(meta, dict):
         raise InvalidField("meta", "must be a JSON object.")
@@ -150,6 +170,8 @@ def check_meta(meta: object) -> dict:
         raise InvalidField("meta", f"must be nested at most {META_MAX_DEPTH} levels deep.")
     if _has_unstorable_strings(meta):
         raise InvalidField("meta", "must not contain NUL characters or unpaired surrogates.")
+    if _has_out_of_range_numbers(meta):
+        raise InvalidField("meta", f"must hold only numbers {JSON_NUMBER_RANGE}; one is out of range.")
     limit = settings.MEMORYHUB_MAX_META_BYTES
     try:
         size = len(json.dumps(meta, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8"))

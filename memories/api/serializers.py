@@ -321,6 +321,15 @@ def _shallow_copy(field: serializers.Field) -> serializers.Field:
     return clone
 
 
+class MetaField(serializers.JSONField):
+    """A memory's meta, checked by validation.check_meta, whose messages say what is wrong: DRF's JSONField answers
+    every value json.dumps refuses with 'Value must be valid JSON.', a number past a double's range among them
+    (valid JSON, which the parser reads as infinity)."""
+
+    def to_internal_value(self, data: object) -> dict:
+        return _run_check(check_meta, data)
+
+
 class EntryWriteSerializer(FieldsCopiedShallow):
     """Body of PUT /users/{uid}/memories/{key} (and of PATCH, where every field is optional)."""
 
@@ -332,7 +341,7 @@ class EntryWriteSerializer(FieldsCopiedShallow):
         allow_blank=True,
         help_text="Defaults to 'preference' on creation; kept on update when left out.",
     )
-    meta = serializers.JSONField(required=False, help_text="A JSON object; kept on update when left out.")
+    meta = MetaField(required=False, help_text="A JSON object; kept on update when left out.")
     privacy = serializers.ChoiceField(
         choices=Privacy.choices,
         required=False,
@@ -367,9 +376,6 @@ class EntryWriteSerializer(FieldsCopiedShallow):
 
     def validate_kind(self, kind: str) -> str:
         return _run_check(check_kind, kind)
-
-    def validate_meta(self, meta: object) -> dict:
-        return _run_check(check_meta, meta)
 
 
 class EntryCreateSerializer(EntryWriteSerializer):

@@ -36,6 +36,52 @@ def test_a_bad_body_gets_a_400_naming_the_field_and_the_limit(owner_api, body, f
     assert not MemoryEvent.objects.exists()
 
 
+OUT_OF_RANGE = "must hold only numbers from -1.8e308 to 1.8e308; one is out of range."
+
+
+@pytest.mark.parametrize(
+    ("method", "body"),
+    [
+        ("PUT", b'{"value": "v", "meta": {"n": 1e400}}'),
+        ("PUT", b'{"value": "v", "meta": {"deep": [1, {"n": -1e400}]}}'),
+        ("PATCH", b'{"meta": {"n": 1E+999}}'),
+    ],
+)
+def test_a_number_in_meta_out_of_range_gets_a_400_naming_meta_and_the_range(owner, owner_api, method, body):
+    services.entry_put(owner=owner, uid="alice", key="language", value="v")
+
+    response = owner_api.generic(method, f"{BASE}/alice/memories/language", body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json() == {"meta": [OUT_OF_RANGE]}
+    assert MemoryEntry.objects.get().version == 1
+
+
+def test_a_batch_put_with_a_number_in_meta_out_of_range_names_the_operation_and_meta(owner_api):
+    body = b'{"operations": [{"op": "put", "key": "k", "value": "v", "meta": {"n": 1e400}}]}'
+
+    response = owner_api.generic("POST", f"{BASE}/alice/memories/batch", body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json() == {"operations": {"0": {"meta": [OUT_OF_RANGE]}}}
+    assert not MemoryEntry.objects.exists()
+
+
+def test_the_tool_names_a_number_in_meta_out_of_range(owner_api):
+    store = b'{"action": "store", "uid": "alice", "key": "k", "value": "v", "meta": {"n": 1e400}}'
+    query = b'{"action": "query", "uid": "alice", "query": "v", "meta": {"n": 1e400}}'
+
+    stored = owner_api.generic("POST", "/api/v1/tool", store, content_type="application/json").json()
+    queried = owner_api.generic("POST", "/api/v1/tool", query, content_type="application/json").json()
+
+    assert stored == {"ok": False, "key": "k", "error": f"meta: {OUT_OF_RANGE}"}
+    assert queried == {
+        "ok": False,
+        "error": "meta.n: each number must be from -1.8e308 to 1.8e308; one is out of range.",
+    }
+    assert not MemoryEntry.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("uid", "key", "field", "words"),
     [
