@@ -405,7 +405,12 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
             # A later page is counted first, so a page past the last reads no rows (nor an offset the database refuses).
             counted = events.count() if page > 1 else None
             if counted is not None and (page - 1) * page_size >= counted:
-                return None
+                if not counted:
+                    return None
+                changes_word = "change" if counted == 1 else "changes"
+                raise InvalidField(
+                    "page", f"must be at most {-(-counted // page_size)}: the memory has {counted} {changes_word}."
+                )
             changes = [dict(EventSerializer(event).data) for event in events[(page - 1) * page_size : page * page_size]]
             if not changes:
                 return None
@@ -418,10 +423,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         except InvalidField as error:
             raise _invalid("history", error) from None
         if found is None:
-            raise ToolError(
-                f"No history for key {key!r} of uid {uid!r}"
-                + (f" on page {page}: ask for page 1." if page > 1 else ": that memory was never stored.")
-            )
+            raise ToolError(f"No history for key {key!r} of uid {uid!r}: that memory was never stored.")
         return found
 
     @server.tool(

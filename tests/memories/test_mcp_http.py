@@ -235,7 +235,8 @@ def test_bad_arguments_are_tool_errors_naming_the_argument_and_what_to_change(hu
     assert no_budget.is_error and "`budget`: input should be greater than or equal to 1" in no_budget.content[0].text
     assert no_query.is_error and "`query`: it is required" in no_query.content[0].text
     assert past_the_end.is_error and "`page`: must be at most 1" in past_the_end.content[0].text
-    assert history_past_any_offset.is_error and "ask for page 1" in history_past_any_offset.content[0].text
+    assert history_past_any_offset.is_error
+    assert "`page`: must be at most 1: the memory has 1 change." in history_past_any_offset.content[0].text
     status, _, _ = call(running.port, "GET", "/api/v1/users/dave/memories/", tokens["owner"])
     assert status == 200
 
