@@ -334,7 +334,8 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
             count = entries.count()
             last_page = max(1, -(-count // page_size))
             if page > last_page:
-                raise InvalidField("page", f"must be at most {last_page}: there are {count} memories.")
+                held = "there is 1 memory" if count == 1 else f"there are {count} memories"
+                raise InvalidField("page", f"must be at most {last_page}: {held}.")
             results = [_entry_data(entry) for entry in entries[(page - 1) * page_size : page * page_size]]
             next_page = page + 1 if page < last_page else None
             return {"uid": uid, "count": count, "page": page, "next_page": next_page, "results": results}

@@ -65,3 +65,13 @@ def test_history_answers_a_page_of_changes(owner, call):
 
     assert (page["count"], page["page"], page["next_page"]) == (3, 2, None)
     assert [change["value_after"] for change in page["changes"]] == ["one"]
+
+
+@pytest.mark.parametrize(("stored", "said"), [(1, "there is 1 memory."), (3, "there are 3 memories.")])
+def test_list_past_the_last_page_names_page_and_how_many_memories_there_are(owner, call, stored, said):
+    for number in range(stored):
+        services.entry_put(owner=owner, uid="dave", key=f"k{number}", value="v")
+
+    message = _error(call, "list", {"uid": "dave", "page": 2, "page_size": 5})
+
+    assert f"Invalid argument `page`: must be at most 1: {said}" in message
