@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar, overload
 
 import numpy as np
@@ -65,11 +65,16 @@ RRF_K = 60
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
 # The relevance cut-off (each result's `relevant`): a fused entry passes when both rankings found it (among
-# the word ranking's first LEXICAL_FUSED and the nearest by meaning), or when its similarity to the query
-# stands at least SEMANTIC_STANDOUT standard deviations above the mean over all the user's entries (a
-# meaning that stands out from everything else the user holds, whatever the model's scale). Nothing is
-# hidden by it: a search none of whose results passes most likely has no answer.
+# the word ranking's first LEXICAL_FUSED and the nearest by meaning), or by meaning alone when it is both
+# close to the query and stands out: its plain similarity (the cosine of its own vector and the query's, not
+# about the user's centre) is at least SEMANTIC_CLOSE, and its similarity stands at least SEMANTIC_STANDOUT
+# standard deviations above the mean over all the user's entries (a meaning that stands out from everything
+# else the user holds). Standing out alone is not enough: among many entries alike (600 notes "drinks coffee
+# number N"), the one that differs stands out for any query, "xyzzy" too. Nothing is hidden by it: a search
+# none of whose results passes most likely has no answer. SEMANTIC_CLOSE is on the local model's scale,
+# chosen on the recall set's tune split (docs/RECALL.md).
 SEMANTIC_STANDOUT = 5.0
+SEMANTIC_CLOSE = 0.35
 # After a provider failure, searches answer by words alone for this long without asking it again.
 PROVIDER_PAUSE_SECONDS = 30.0
 # Threads per process that embed queries (and take their cosines) while requests rank by words.
@@ -120,6 +125,8 @@ class Nearest:
     # The mean and standard deviation of the similarities of all the user's entries to the query.
     mean: float = 0.0
     spread: float = 0.0
+    # The nearest entries' plain similarities (the cosine of their own vectors and the query's), by id.
+    plain: dict[int, float] = field(default_factory=dict)
     # The ids of the user's entries that have a vector of the model (None: not known, all are taken to).
     embedded: np.ndarray | None = None
 
@@ -158,10 +165,10 @@ class _Handover(Generic[Held]):
         return self._held
 
 
-# What the query thread answers: the nearest; or, for a user of COSINE_SPLIT_ROWS vectors or more, the
-# similarities of the second half of the rows (the request's thread takes the first half's meanwhile); or
-# None when the user's vectors could not be read (the search has raised then).
-Compared = vectors.NearestVectors | np.ndarray | None
+# What the query thread answers: the nearest; or, for a user of COSINE_SPLIT_ROWS vectors or more, the query's
+# vector and the similarities of the second half of the rows (the request's thread takes the first half's
+# meanwhile); or None when the user's vectors could not be read (the search has raised then).
+Compared = vectors.NearestVectors | tuple[np.ndarray, np.ndarray] | None
 
 
 class PendingNearest:
@@ -205,18 +212,18 @@ class PendingNearest:
                 _pause(self._provider, str(error))
                 self._done = Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=str(error))
             else:
-                if isinstance(compared, np.ndarray):
+                if isinstance(compared, tuple):
                     assert first_half is not None and self._user_vectors is not None
-                    scores = np.concatenate([first_half, compared])
-                    compared = vectors.nearest_of(
-                        self._user_vectors.ids, scores, limit=self._limit, crowding=self._user_vectors.crowding
-                    )
+                    query_vector, second_half = compared
+                    scores = np.concatenate([first_half, second_half])
+                    compared = vectors.nearest_ranked(self._user_vectors, query_vector, scores, limit=self._limit)
                 assert compared is not None  # (None only when the vectors' read failed, and this search with it)
                 self._done = Nearest(
                     entries=compared.entries,
                     semantic=Semantic.USED,
                     mean=compared.mean,
                     spread=compared.spread,
+                    plain=compared.plain,
                     embedded=self._user_vectors.ids if self._user_vectors is not None else None,
                 )
         return self._done
@@ -248,7 +255,7 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
                 return vectors.nearest_in(held, query_vector, limit=limit)
             about_centre = vectors.query_about(held.centre, query_vector)
             query.give(about_centre)
-            return vectors.similarities(held.matrix[len(held.matrix) // 2 :], about_centre)
+            return query_vector, vectors.similarities(held.matrix[len(held.matrix) // 2 :], about_centre)
         finally:
             query.close()
 
@@ -279,7 +286,7 @@ def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int,
 @dataclass(frozen=True)
 class Ranked:
     """One ranked entry: its fused score (None past the fused ones), what each ranking said of it, and
-    whether it passes the relevance cut-off (SEMANTIC_STANDOUT)."""
+    whether it passes the relevance cut-off (SEMANTIC_CLOSE and SEMANTIC_STANDOUT)."""
 
     entry_id: int
     score: float | None
@@ -361,6 +368,7 @@ class HybridMatches:
         nearest: list[tuple[int, float]],
         mean: float = 0.0,
         spread: float = 0.0,
+        plain: dict[int, float] | None = None,
         embedded: np.ndarray | None = None,
     ) -> None:
         self.lexical = lexical
@@ -369,6 +377,8 @@ class HybridMatches:
         self.filters = lexical.filters
         self.nearest = nearest
         self.mean, self.spread = mean, spread
+        # The nearest entries' plain similarities by id (an entry without one cannot pass by meaning alone).
+        self.plain = plain or {}
         self.embedded = embedded
         self._fused: FusedOrder | None = None
         self._count: int | None = None
@@ -399,12 +409,15 @@ class HybridMatches:
             # An entry without a vector yet (just written; the worker embeds it in seconds) cannot be judged by
             # meaning: the words alone decide.
             return among_first_words and not self._has_vector(entry_id)
-        return among_first_words or self._stands_out(similarity)
+        return among_first_words or self._close_and_stands_out(entry_id, similarity)
 
     def _has_vector(self, entry_id: int) -> bool:
         return self.embedded is None or bool((self.embedded == entry_id).any())
 
-    def _stands_out(self, similarity: float) -> bool:
+    def _close_and_stands_out(self, entry_id: int, similarity: float) -> bool:
+        plain = self.plain.get(entry_id)
+        if plain is None or plain < SEMANTIC_CLOSE:
+            return False
         return self.spread > 0 and (similarity - self.mean) / self.spread >= SEMANTIC_STANDOUT
 
     def _semantic_only(self) -> list[int]:
@@ -594,6 +607,11 @@ def hybrid_search(*, owner: User, lexical: LexicalMatches, query_text: str) -> S
     if nearest.semantic != Semantic.USED:
         return SearchAnswer(entries=lexical, semantic=nearest.semantic, reason=nearest.reason)
     entries = HybridMatches(
-        lexical=lexical, nearest=nearest.entries, mean=nearest.mean, spread=nearest.spread, embedded=nearest.embedded
+        lexical=lexical,
+        nearest=nearest.entries,
+        mean=nearest.mean,
+        spread=nearest.spread,
+        plain=nearest.plain,
+        embedded=nearest.embedded,
     )
     return SearchAnswer(entries=entries, semantic=Semantic.USED)

@@ -28,11 +28,18 @@ penalised. The similarity itself is what a result shows and what MIN_SIMILARITY 
 sought among at most CROWDING_REFERENCES of the user's entries (spread evenly over them in the order of
 their ids), so building a user's rows costs about 5 ms per 1,000 vectors once, when they change, and
 nothing per query.
+
+Each row also keeps its length about the centre, so the entry's own vector (row * length + centre) is known
+again for the few nearest: their plain similarity, the cosine of the entry's and the query's own vectors,
+says how close each is to the query in absolute terms. Centring makes an entry unlike the user's others (one
+note among hundreds alike) look near any query far from the centre, "xyzzy" as much as a real question: the
+plain similarity does not (the relevance cut-off, memories.search.hybrid, asks for both).
 """
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.contrib.auth.models import User
@@ -78,6 +85,9 @@ class UserVectors:
     centre: np.ndarray
     # What each row's similarity loses in the ranking (crowding_of, weighed): as long as ids.
     crowding: np.ndarray
+    # Each row's length about the centre before it was scaled to 1 (row * length + centre is the entry's own
+    # vector): as long as ids.
+    lengths: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -172,10 +182,11 @@ def user_vectors_about_centre(ids: np.ndarray, matrix: np.ndarray) -> UserVector
     the database read them in, so every process picks the same references), about their centre, with their
     crowding."""
     order = np.argsort(ids, kind="stable")
-    ids, matrix = ids[order], matrix[order]
-    matrix, centre = centred(matrix)
+    ids, own = ids[order], matrix[order]
+    matrix, centre = centred(own)
+    lengths = np.linalg.norm(own - centre, axis=1).astype(np.float32)
     crowding = crowding_of(matrix) * np.float32(CROWDING_WEIGHT * _weight(len(matrix)))
-    return UserVectors(ids=ids, matrix=matrix, centre=centre, crowding=crowding)
+    return UserVectors(ids=ids, matrix=matrix, centre=centre, crowding=crowding, lengths=lengths)
 
 
 def user_matrix(*, owner: User, uid: str, model: str) -> UserVectors:
@@ -206,12 +217,14 @@ def vectors_cache_clear() -> None:
 
 @dataclass(frozen=True)
 class NearestVectors:
-    """The user's nearest entries (id, cosine similarity) best first, and how the similarities of all the
-    user's entries to the query spread (their mean and standard deviation)."""
+    """The user's nearest entries (id, cosine similarity) best first, how the similarities of all the
+    user's entries to the query spread (their mean and standard deviation), and each nearest entry's plain
+    similarity (plain_similarities) by id."""
 
     entries: list[tuple[int, float]]
     mean: float = 0.0
     spread: float = 0.0
+    plain: dict[int, float] = field(default_factory=dict)
 
 
 def query_about(centre: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
@@ -245,6 +258,32 @@ def nearest_of(
     return NearestVectors(entries=entries, mean=float(scores.mean()), spread=float(scores.std()))
 
 
+def plain_similarities(read: UserVectors, query_vector: np.ndarray, entry_ids: Sequence[int]) -> list[float]:
+    """The cosine of each of these entries' own vectors (not about the user's centre) with the query's own:
+    how close each is to the query in absolute terms. The ids are of the user's rows (read.ids)."""
+    if not entry_ids:
+        return []
+    rows = np.searchsorted(read.ids, np.asarray(entry_ids, dtype=np.int64))
+    own = read.matrix[rows] * read.lengths[rows, None] + read.centre
+    (query,) = normalized(query_vector.astype(np.float32)[None, :])
+    return [float(similarity) for similarity in similarities(normalized(own), query)]
+
+
+def nearest_ranked(
+    read: UserVectors,
+    query_vector: np.ndarray,
+    scores: np.ndarray,
+    *,
+    limit: int,
+    min_similarity: float = MIN_SIMILARITY,
+) -> NearestVectors:
+    """nearest_of the user's rows (scores: each row's similarity to query_vector about the centre), ranked with
+    their crowding, with each nearest entry's plain similarity."""
+    found = nearest_of(read.ids, scores, limit=limit, min_similarity=min_similarity, crowding=read.crowding)
+    ids = [entry_id for entry_id, _ in found.entries]
+    return replace(found, plain=dict(zip(ids, plain_similarities(read, query_vector, ids), strict=True)))
+
+
 def comparable(matrix: np.ndarray, query_vector: np.ndarray) -> bool:
     """Whether the user has vectors, of the query's dimension."""
     return bool(len(matrix)) and matrix.shape[1] == len(query_vector)
@@ -254,12 +293,12 @@ def nearest_in(
     read: UserVectors, query_vector: np.ndarray, *, limit: int, min_similarity: float = MIN_SIMILARITY
 ) -> NearestVectors:
     """The `limit` of the user's rows (as user_matrix gives them) nearest query_vector above min_similarity
-    (nearest_of), with the spread of all the similarities: numpy alone (no database), so it may run on any
-    thread."""
+    (nearest_ranked), with the spread of all the similarities and the nearest's plain similarities: numpy alone
+    (no database), so it may run on any thread."""
     if not comparable(read.matrix, query_vector):
         return NearestVectors(entries=[])
     scores = similarities(read.matrix, query_about(read.centre, query_vector))
-    return nearest_of(read.ids, scores, limit=limit, min_similarity=min_similarity, crowding=read.crowding)
+    return nearest_ranked(read, query_vector, scores, limit=limit, min_similarity=min_similarity)
 
 
 def semantic_nearest_vectors(

@@ -14,6 +14,7 @@ from memories.embeddings.store import embeddings_process_pending
 from memories.search import hybrid
 from memories.search.hybrid import fuse
 from memories.search.vectors import MIN_SIMILARITY
+from memories.services import ImportRecord
 from tests.memories.embeddings.stand_in import StandIn, start_stand_in
 
 ALICE = {
@@ -266,12 +267,47 @@ def test_a_lexical_search_has_no_cut_off(owner_api: APIClient, alice: None, sett
     assert results[0]["key"] == "editor" and results[0]["relevant"] is None
 
 
-def test_a_meaning_far_above_the_user_s_other_entries_passes_alone(owner: User) -> None:
+def test_a_meaning_far_above_the_user_s_other_entries_and_close_to_the_query_passes_alone(owner: User) -> None:
     nearby = hybrid.HybridMatches(
         lexical=selectors.search.LexicalMatches(owner_id=owner.pk, uid="alice", kind=None, query_text="dog"),
-        nearest=[(1, 0.9), (2, 0.3)],
+        nearest=[(1, 0.9), (3, 0.8), (2, 0.3)],
         mean=0.1,
         spread=0.1,
+        plain={1: 0.6, 2: 0.6, 3: 0.2},
     )
-    # (0.9 - 0.1) / 0.1 = 8 standard deviations above the mean: relevant; (0.3 - 0.1) / 0.1 = 2: not.
-    assert [(fused.entry_id, fused.relevant) for fused in nearby.fused] == [(1, True), (2, False)]
+    # (0.9 - 0.1) / 0.1 = 8 standard deviations above the mean and a plain similarity of 0.6: relevant;
+    # (0.3 - 0.1) / 0.1 = 2: not; 7 standard deviations but a plain similarity of 0.2 (far from the query): not.
+    assert [(fused.entry_id, fused.relevant) for fused in nearby.fused] == [(1, True), (3, False), (2, False)]
+
+
+# One user's 600 notes written alike, and two that differ: each of those is far from the user's centre.
+COFFEE_NOTES = 600
+ODD_ONES = {"rare": "once saw a quetzal and drank coffee", "pet": "has a golden retriever called Miso"}
+
+
+@pytest.fixture
+def alike(owner: User) -> None:
+    notes = [
+        ImportRecord(uid="alice", key=f"coffee-{number}", value=f"drinks coffee number {number}")
+        for number in range(COFFEE_NOTES)
+    ]
+    odd = [ImportRecord(uid="alice", key=key, value=value) for key, value in ODD_ONES.items()]
+    services.entries_import(owner=owner, records=notes + odd)
+    assert embeddings_process_pending(limit=len(notes + odd)) == len(notes + odd)
+
+
+@pytest.mark.parametrize("query_text", ["what is her blood type", "xyzzy", "!!!!"])
+def test_an_entry_unlike_the_user_s_many_look_alikes_is_not_relevant_to_a_question_it_does_not_answer(
+    owner_api: APIClient, alike: None, query_text: str
+) -> None:
+    results, ranking = _search(owner_api, query_text)
+    assert ranking == "hybrid" and results  # the odd ones are still found by meaning, and shown
+    assert [result["key"] for result in results if result["relevant"]] == []
+
+
+def test_an_entry_unlike_the_user_s_many_look_alikes_is_relevant_to_the_question_it_answers(
+    owner_api: APIClient, alike: None
+) -> None:
+    results, _ = _search(owner_api, "what kind of dog does she have")
+    assert results[0]["key"] == "pet" and results[0]["lexical_rank"] is None  # the meaning alone found it
+    assert [result["key"] for result in results if result["relevant"]] == ["pet"]

@@ -134,3 +134,26 @@ def test_a_search_whose_cosines_are_split_between_two_threads_finds_what_one_thr
     split = hybrid.semantic_nearest(owner=owner, uid="alice", query_text=QUESTION, limit=4)
     assert split.semantic == hybrid.Semantic.USED and len(split.entries) >= 2
     assert (split.entries, split.mean, split.spread) == (whole.entries, whole.mean, whole.spread)
+    assert split.plain == whole.plain
+
+
+def test_the_nearest_carry_the_plain_cosine_of_their_own_vectors_and_the_query_s(owner: User) -> None:
+    for key, value in {
+        "tea": "drinks green tea every morning",
+        "pet": "has a golden retriever called Miso",
+        "editor": "uses vim with a handful of plugins",
+    }.items():
+        services.entry_put(owner=owner, uid="alice", key=key, value=value)
+    embeddings_process_pending()
+    provider = get_provider()
+    assert provider is not None
+    (query_vector,) = provider.embed([QUESTION])
+    nearest = vectors.semantic_nearest_vectors(
+        owner=owner, uid="alice", model=provider.name, query_vector=query_vector, limit=3
+    )
+    assert nearest.entries and set(nearest.plain) == {entry_id for entry_id, _ in nearest.entries}
+    for row in EntryEmbedding.objects.filter(entry_id__in=nearest.plain):
+        assert row.vector is not None
+        own = np.frombuffer(bytes(row.vector), dtype="<f4")
+        cosine = float(own @ query_vector / (np.linalg.norm(own) * np.linalg.norm(query_vector)))
+        assert nearest.plain[row.entry_id] == pytest.approx(cosine, abs=1e-5)
