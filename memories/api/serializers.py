@@ -264,8 +264,9 @@ class SearchResultSerializer(EntrySerializer):
     )
     relevant = serializers.SerializerMethodField(
         help_text="In a hybrid search: whether it passes the relevance cut-off (both the words and the meaning "
-        "found it, or its meaning stands far above the user's other entries); when no result of a search passes, "
-        "most likely nothing answers it. Null when the search was lexical only (it has no cut-off)."
+        "found it, or its meaning is close to the query and stands far above the user's other entries); when no "
+        "result of a search passes, most likely nothing answers it. Null when the search was lexical only (it has "
+        "no cut-off)."
     )
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
