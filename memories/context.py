@@ -14,12 +14,18 @@ memory. A line break is any that str.splitlines ends a line at (LINE_BREAK: LF, 
 FF, the file, group and record separators, NEL, and the line and paragraph separators), each
 written as "\n"; one in a key or a uid (which refuse control characters, but not the two
 separators) is indented alike, so a reader splitting lines by Unicode's rules sees no item the
-block does not hold. The header says "most relevant first" when a query ranked the first
-memories, "newest first" otherwise. A user with no memories, or a budget too small for the header
-and one memory, gets an empty block.
+block does not hold. The header says "most relevant first" when a query ranked the first memories
+and the search judges one of those shown relevant (it passes the relevance cut-off: each result's
+`relevant`, memories.search.hybrid; a word match of a lexical search always does), "nearest to the
+query first, none judged relevant" when the query ranked the first memories but none of them passes,
+"newest first" otherwise. Each memory shown has a reason: REASON_RELEVANT (ranked first and judged
+relevant), REASON_NEAREST (ranked first, not judged relevant) or REASON_RECENT (among the newest).
+Consumers must treat a reason or header wording they do not know as informational: a later version
+of the format may add some. A user with no memories, or a budget too small for the header and one
+memory, gets an empty block.
 
 Lengths are counted in characters (Python's len, code points), the block's final newline included.
-Memories are taken in order (those most relevant to the query first, then the most recently
+Memories are taken in order (those the query ranks first, then the most recently
 updated) and a memory that does not fit whole is skipped, never cut; a later, shorter one may
 still fit: once a recent memory does not fit, the CONTEXT_FILL_WINDOW memories after the last one
 taken are looked at for shorter ones, again after each one so found. The same data, budget and
@@ -34,7 +40,8 @@ from datetime import datetime
 
 from memories.validation import UNSTORABLE_CHARACTERS, InvalidField
 
-CONTEXT_FORMAT = "memoryhub-context/1"
+# /2 added the reason "nearest" and its header wording (/1 called every memory the query ranked first relevant).
+CONTEXT_FORMAT = "memoryhub-context/2"
 CONTEXT_DEFAULT_BUDGET = 2200
 CONTEXT_MIN_BUDGET = 1
 CONTEXT_MAX_BUDGET = 20_000
@@ -57,7 +64,12 @@ LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 ITEM_OVERHEAD = len(ITEM_PREFIX) + len(" (") + len("): ") + len("\n")
 
 REASON_RELEVANT = "relevant"
+REASON_NEAREST = "nearest"
 REASON_RECENT = "recent"
+# The header's wording of the block's order.
+ORDER_RELEVANT = "most relevant first"
+ORDER_NEAREST = "nearest to the query first, none judged relevant"
+ORDER_NEWEST = "newest first"
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class UsedEntry:
-    """A memory the block shows, and why it was chosen (REASON_RELEVANT or REASON_RECENT)."""
+    """A memory the block shows, and why it was chosen (REASON_RELEVANT, REASON_NEAREST or REASON_RECENT)."""
 
     key: str
     kind: str
@@ -130,23 +142,36 @@ def item_text(candidate: Candidate) -> str:
     return indented(f"{ITEM_PREFIX}{candidate.key} ({candidate.kind}): {candidate.value}") + "\n"
 
 
-def header_text(*, uid: str, shown: int, total: int, ranked: bool) -> str:
-    order = "most relevant first" if ranked else "newest first"
+def header_text(*, uid: str, shown: int, total: int, order: str) -> str:
     return indented(f"Memories about {uid} ({shown} of {total}, {order}):") + "\n"
+
+
+def header_order(used: Iterable[UsedEntry]) -> str:
+    """The header's wording for the memories shown: ORDER_RELEVANT when one is relevant, ORDER_NEAREST when
+    the query ranked some first but none is relevant, ORDER_NEWEST otherwise."""
+    reasons = {entry.reason for entry in used}
+    if REASON_RELEVANT in reasons:
+        return ORDER_RELEVANT
+    if REASON_NEAREST in reasons:
+        return ORDER_NEAREST
+    return ORDER_NEWEST
 
 
 class BlockBuilder:
     """Fills a block within a budget from candidates offered in order.
 
-    The header's length depends on how many memories it counts, so the builder keeps room for the
-    longest header it could need: the one counting every memory the user has.
+    The header's length depends on how many memories it counts and on its wording, so the builder keeps
+    room for the longest header it could need: the one counting every memory the user has, in the longest
+    wording the memories it may be offered could give. ranked: a query may rank memories first (offered
+    as REASON_RELEVANT or REASON_NEAREST); nearest: some of them may be offered as REASON_NEAREST.
     """
 
-    def __init__(self, *, uid: str, budget: int, total: int, ranked: bool) -> None:
+    def __init__(self, *, uid: str, budget: int, total: int, ranked: bool, nearest: bool = False) -> None:
         self.uid = uid
         self.total = total
-        self.ranked = ranked
-        longest_header = len(header_text(uid=uid, shown=total, total=total, ranked=ranked))
+        self.nearest = nearest
+        orders = [ORDER_NEWEST, *([ORDER_RELEVANT] if ranked else []), *([ORDER_NEAREST] if nearest else [])]
+        longest_header = max(len(header_text(uid=uid, shown=total, total=total, order=order)) for order in orders)
         self.room = budget - longest_header
         self.items: list[str] = []
         self.used: list[UsedEntry] = []
@@ -159,6 +184,8 @@ class BlockBuilder:
 
     def offer(self, candidate: Candidate, *, reason: str) -> bool:
         """Add the memory if it fits whole in the room left (and is not shown already); whether it was added."""
+        # The room kept for the header holds the wording of REASON_NEAREST only when the builder was told of it.
+        assert self.nearest or reason != REASON_NEAREST
         if candidate.key in self.keys:
             return False
         text = item_text(candidate)
@@ -181,8 +208,8 @@ class BlockBuilder:
     def text(self) -> str:
         if not self.items:
             return ""
-        ranked = self.ranked and any(entry.reason == REASON_RELEVANT for entry in self.used)
-        return header_text(uid=self.uid, shown=len(self.items), total=self.total, ranked=ranked) + "".join(self.items)
+        order = header_order(self.used)
+        return header_text(uid=self.uid, shown=len(self.items), total=self.total, order=order) + "".join(self.items)
 
 
 def block_etag(
@@ -198,7 +225,7 @@ def block_etag(
 
     Any write to the user's memories changes their count or last update; an entry that the block
     shows changes its version; a changed ranking (an embedding finished) or an expired entry
-    changes which entries are used. Each of those changes the tag.
+    changes which entries are used, or why (each entry's reason is hashed). Each of those changes the tag.
     """
     parts: Sequence[str] = (
         CONTEXT_FORMAT,

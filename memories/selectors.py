@@ -286,32 +286,42 @@ def _context_updated(updated: object) -> datetime:
     return updated_at
 
 
-def _ranked_entry_ids(found: "search.RankedMatches | QuerySet[MemoryEntry]", limit: int) -> list[int]:
-    if isinstance(found, QuerySet):
-        return list(found.values_list("pk", flat=True)[:limit])
-    return found.entry_ids(limit)
+def _context_ranked(*, owner: User, uid: str, query_text: str, now: datetime) -> list[tuple[int, str]]:
+    """The ids of the memories entry_find ranks first for query_text, in its order, each with its reason:
+    REASON_RELEVANT when it passes the search's relevance cut-off (a hybrid search's `relevant`; a
+    lexical or substring match holds the query's words, so it does), else REASON_NEAREST."""
+    found = entry_find(owner=owner, uid=uid, query_text=query_text, filters=EntryFilter(now=now))
+    limit = context.CONTEXT_RELEVANT_LIMIT
+    if isinstance(found, search.HybridMatches):
+        judged = found.judged_ids(limit)
+    elif isinstance(found, QuerySet):
+        judged = [(entry_id, True) for entry_id in found.values_list("pk", flat=True)[:limit]]
+    else:
+        judged = [(entry_id, True) for entry_id in found.entry_ids(limit)]
+    return [
+        (entry_id, context.REASON_RELEVANT if relevant else context.REASON_NEAREST) for entry_id, relevant in judged
+    ]
 
 
 def _context_relevant(
-    builder: context.BlockBuilder, *, owner: User, uid: str, query_text: str, flagged: str, now: datetime
+    builder: context.BlockBuilder, *, owner: User, uid: str, ranked: list[tuple[int, str]], flagged: str
 ) -> None:
-    """Offer the memories entry_find ranks first for query_text: their ids from the search, then
-    their columns in one read (the user's own rows only)."""
-    found = entry_find(owner=owner, uid=uid, query_text=query_text, filters=EntryFilter(now=now))
-    ids = _ranked_entry_ids(found, context.CONTEXT_RELEVANT_LIMIT)
-    if not ids:
+    """Offer the memories the query ranked first (_context_ranked), each with its reason: their columns
+    in one read (the user's own rows only)."""
+    if not ranked:
         return
+    ids = [entry_id for entry_id, _ in ranked]
     sql = CONTEXT_BY_ID_SQL.format(
         ids=", ".join(["%s"] * len(ids)), scope=CONTEXT_SCOPE_SQL[connection.vendor], flagged=flagged
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*ids, owner.pk, uid])
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
-    for entry_id in ids:
+    for entry_id, reason in ranked:
         if entry_id in rows:
             key, kind, value, version, updated = rows[entry_id]
             candidate = context.Candidate(key, kind, value, version, _context_updated(updated))
-            builder.offer(candidate, reason=context.REASON_RELEVANT)
+            builder.offer(candidate, reason=reason)
 
 
 # key, kind, value, version, updated (text on SQLite), id
@@ -387,7 +397,8 @@ def context_block(
     """The prompt-ready block of uid's memories within budget characters (format: memories.context).
 
     With query_text, up to CONTEXT_RELEVANT_LIMIT memories found by entry_find (the ranked search)
-    come first; the newest memories fill the rest. Callers check budget and query_text
+    come first, each REASON_RELEVANT or REASON_NEAREST as the search's relevance cut-off judges it;
+    the newest memories fill the rest (REASON_RECENT). Callers check budget and query_text
     (CONTEXT_MIN_BUDGET to CONTEXT_MAX_BUDGET, at most CONTEXT_QUERY_MAX_LENGTH characters).
     Two or three queries without query_text (a few more when a large budget reads several chunks),
     two to four more with it (the search's, and one for the columns of what it found), and one for
@@ -404,9 +415,10 @@ def context_block(
         # how many memories the user has and when the newest changed (the header and the ETag)
         cursor.execute(CONTEXT_TOTALS_SQL.format(flagged=flagged), [owner.pk, uid, live_after])
         total, last_updated = cursor.fetchone()
-    builder = context.BlockBuilder(uid=uid, budget=budget, total=total, ranked=bool(query_text))
-    if total and query_text:
-        _context_relevant(builder, owner=owner, uid=uid, query_text=query_text, flagged=flagged, now=now)
+    ranked = _context_ranked(owner=owner, uid=uid, query_text=query_text, now=now) if total and query_text else []
+    nearest = any(reason == context.REASON_NEAREST for _, reason in ranked)
+    builder = context.BlockBuilder(uid=uid, budget=budget, total=total, ranked=bool(query_text), nearest=nearest)
+    _context_relevant(builder, owner=owner, uid=uid, ranked=ranked, flagged=flagged)
     if total:
         _context_newest(builder, owner=owner, uid=uid, flagged=flagged, live_after=live_after)
     last_updated = _stored_datetime(last_updated)

@@ -14,6 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import ISO_8601, serializers
 from rest_framework.settings import api_settings
 
+from memories import context
 from memories.models import KEY_MAX_LENGTH, HeldWrite, MemoryEntry, MemoryEvent, Privacy
 from memories.rows import SHOWN_COLUMNS
 from memories.services import (
@@ -583,7 +584,11 @@ class ContextEntrySerializer(serializers.Serializer):
     version = serializers.IntegerField()
     updated = serializers.DateTimeField()
     reason = serializers.ChoiceField(
-        choices=["relevant", "recent"], help_text="relevant: found by the query q; recent: among the newest."
+        choices=[context.REASON_RELEVANT, context.REASON_NEAREST, context.REASON_RECENT],
+        help_text="relevant: found by the query q and judged relevant (it passes the search's relevance cut-off; "
+        "with embeddings off, every word match); nearest: found by q and ranked first, but not judged relevant "
+        "(most likely no answer); recent: among the newest. Treat a reason you do not know as informational: "
+        "later versions of the format may add some.",
     )
 
 

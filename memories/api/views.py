@@ -135,10 +135,15 @@ CONTEXT_DESCRIPTION = f"""A prompt-ready plain-text block of the memories an age
 for it come first (up to {context.CONTEXT_RELEVANT_LIMIT}); the newest fill the rest. A memory that does
 not fit whole is skipped, never cut.
 
-Format ({context.CONTEXT_FORMAT}): a header line `Memories about UID (SHOWN of TOTAL, most relevant first):`
-(or `newest first`), then one item per memory, `- key (kind): value`; a value's further lines are indented
-by two spaces. Every line ends with a newline. No memories, or a budget too small for the header and one
-memory, give an empty text.
+Format ({context.CONTEXT_FORMAT}): a header line `Memories about UID (SHOWN of TOTAL, ORDER):`, then one
+item per memory, `- key (kind): value`; a value's further lines are indented by two spaces. Every line
+ends with a newline. No memories, or a budget too small for the header and one memory, give an empty
+text. Each entry's `reason`: `{context.REASON_RELEVANT}` (found by `q` and judged relevant: it passes the
+search's relevance cut-off, as `relevant` on `?q=`'s results; with embeddings off, every word match),
+`{context.REASON_NEAREST}` (found by `q` and ranked first, but not judged relevant: most likely no answer)
+or `{context.REASON_RECENT}` (among the newest). ORDER is `{context.ORDER_RELEVANT}` when a memory shown is
+relevant, `{context.ORDER_NEAREST}` when `q` ranked the first ones but none is, `{context.ORDER_NEWEST}`
+otherwise. Treat a reason or an ORDER you do not know as informational: later versions may add some.
 
 The same data, budget and q give the same block. Its ETag changes whenever the block would (a write to
 the user's memories, a changed ranking, an expired memory): send it back in If-None-Match to get 304

@@ -433,7 +433,10 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         "characters: the memories most relevant to `query` first, then the newest; a memory is never cut. Call it "
         "at the start of a turn and put the text in your working context. Format: a header line, then one line "
         "'- key (kind): value' per memory (a value's further lines indented by two spaces). Empty when nothing "
-        "is known.",
+        "is known. Each entry's reason: 'relevant' (found by `query` and judged relevant), 'nearest' (found by "
+        "`query` and put first, but not judged relevant: most likely nothing known answers it; the header then "
+        "says 'nearest to the query first, none judged relevant') or 'recent' (among the newest). Treat a reason "
+        "you do not know as informational.",
         annotations=read_only,
         structured_output=False,
     )

@@ -484,6 +484,12 @@ class HybridMatches:
             ids += self._tail().values_list("pk", flat=True)[:wanted]
         return ids
 
+    def judged_ids(self, limit: int) -> list[tuple[int, bool]]:
+        """entry_ids(limit), each with whether it passes the relevance cut-off (the entry's .relevant; the
+        word matches past the ranked ones do not)."""
+        judged = [(fused.entry_id, fused.relevant) for fused in self.fused[:limit]]
+        return judged + [(entry_id, False) for entry_id in self.entry_ids(limit)[len(judged) :]]
+
     def _unranked(self, entry: MemoryEntry) -> MemoryEntry:
         entry.score = entry.lexical_rank = entry.lexical_score = entry.semantic_similarity = None
         entry.matched_terms = _matched_terms(self.query, entry)

@@ -5,6 +5,7 @@ import string
 import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,6 +50,49 @@ def test_memories_matching_q_come_first(owner, owner_api):
     assert [entry["key"] for entry in body["entries"]] == ["language", "drink", "editor"]
     assert [entry["reason"] for entry in body["entries"]] == ["relevant", "recent", "recent"]
     assert body["text"].startswith("Memories about alice (3 of 3, most relevant first):\n- language (preference):")
+
+
+def _builder_block(*, budget: int, reasons: list[str]) -> str:
+    builder = context.BlockBuilder(
+        uid="alice", budget=budget, total=len(reasons), ranked=True, nearest=context.REASON_NEAREST in reasons
+    )
+    for number, reason in enumerate(reasons):
+        builder.offer(context.Candidate(f"key-{number}", "fact", "value", 1, timezone.now()), reason=reason)
+    return builder.text()
+
+
+@pytest.mark.parametrize(
+    ("reasons", "order"),
+    [
+        (["relevant", "nearest", "recent"], "most relevant first"),
+        (["nearest", "recent"], "nearest to the query first, none judged relevant"),
+        (["recent"], "newest first"),
+    ],
+)
+def test_the_header_says_most_relevant_first_only_when_a_shown_memory_is_relevant(reasons, order):
+    text = _builder_block(budget=context.CONTEXT_DEFAULT_BUDGET, reasons=reasons)
+    assert text.splitlines()[0] == f"Memories about alice ({len(reasons)} of {len(reasons)}, {order}):"
+
+
+def test_a_block_of_memories_found_but_none_judged_relevant_still_keeps_within_its_budget():
+    for budget in range(1, 120):
+        assert len(_builder_block(budget=budget, reasons=["nearest", "nearest"])) <= budget
+
+
+def test_the_etag_changes_when_only_a_reason_does():
+    now = timezone.now()
+    etags = {
+        context.block_etag(
+            text="same",
+            used=[context.UsedEntry(key="pet", kind="fact", version=1, updated=now, reason=reason)],
+            budget=100,
+            query_text="dog",
+            total=1,
+            last_updated=now,
+        )
+        for reason in ["relevant", "nearest", "recent"]
+    }
+    assert len(etags) == 3
 
 
 def test_a_value_on_several_lines_keeps_its_lines_indented(owner, owner_api):

@@ -101,7 +101,53 @@ def test_the_dashboard_sorted_by_a_column_keeps_what_the_meaning_found(owner_cli
 
 def test_the_context_block_puts_the_memory_meant_first(owner: User, alice: None) -> None:
     block = selectors.context_block(owner=owner, uid="alice", budget=2000, query_text="what kind of dog")
-    assert block.entries[0].key == "pet" and block.entries[0].reason == "relevant"
+    first = selectors.entry_find(owner=owner, uid="alice", query_text="what kind of dog")[0]
+    assert block.entries[0].key == first.key == "pet"
+    assert block.entries[0].reason == ("relevant" if first.relevant else "nearest")  # as the search judges it
+
+
+CONTEXT_URL = "/api/v1/users/alice/context"
+
+
+def test_the_context_block_calls_a_memory_the_search_does_not_judge_relevant_nearest(
+    owner: User, owner_api: APIClient
+) -> None:
+    services.entry_put(owner=owner, uid="alice", key="animal", value="giraffe")
+    embeddings_process_pending()
+    results, ranking = _search(owner_api, "zebra")
+    assert ranking == "hybrid" and [(r["key"], r["relevant"]) for r in results] == [("animal", False)]
+
+    body = owner_api.get(CONTEXT_URL, {"q": "zebra"}).json()
+
+    assert [(entry["key"], entry["reason"]) for entry in body["entries"]] == [("animal", "nearest")]
+    assert body["text"] == (
+        "Memories about alice (1 of 1, nearest to the query first, none judged relevant):\n"
+        "- animal (preference): giraffe\n"
+    )
+
+
+def test_the_context_block_gives_each_ranked_memory_the_searchs_judgement(owner_api: APIClient, alice: None) -> None:
+    # The words and the meaning find the editor; the meaning alone finds the pet, not close enough to pass.
+    results, _ = _search(owner_api, "does she have a dog and an editor")
+    judged = [(r["key"], "relevant" if r["relevant"] else "nearest") for r in results]
+    assert judged == [("editor", "relevant"), ("pet", "nearest")]
+
+    body = owner_api.get(CONTEXT_URL, {"q": "does she have a dog and an editor"}).json()
+
+    shown = [(entry["key"], entry["reason"]) for entry in body["entries"]]
+    assert shown[: len(judged)] == judged  # the search's order, each with its judgement
+    assert {reason for _, reason in shown[len(judged) :]} <= {"recent"}
+    assert body["text"].startswith(f"Memories about alice ({len(shown)} of {len(ALICE)}, most relevant first):\n")
+
+
+def test_with_embeddings_off_a_word_match_in_the_context_block_is_relevant(
+    owner_api: APIClient, settings, alice: None
+) -> None:
+    settings.MEMORYHUB_EMBEDDINGS = "off"
+    body = owner_api.get(CONTEXT_URL, {"q": "which editor does she use"}).json()
+    assert body["entries"][0]["key"] == "editor" and body["entries"][0]["reason"] == "relevant"
+    assert {entry["reason"] for entry in body["entries"][1:]} <= {"relevant", "recent"}
+    assert body["text"].startswith(f"Memories about alice ({len(ALICE)} of {len(ALICE)}, most relevant first):\n")
 
 
 def test_another_accounts_or_users_memories_never_appear(

@@ -312,7 +312,9 @@ class EvaluationRun:
 
 @dataclass(frozen=True)
 class ContextEntry:
-    """A memory a context block shows, and why: "relevant" (found by q) or "recent" (among the newest)."""
+    """A memory a context block shows, and why: "relevant" (found by q and judged relevant), "nearest" (found
+    by q and put first, but not judged relevant: most likely nothing answers q) or "recent" (among the newest).
+    A later hub may send another reason: `reason` is the hub's text as sent."""
 
     key: str
     kind: str
@@ -336,7 +338,7 @@ class Context:
     """The prompt-ready block of what an agent should know about a user this turn, and the memories in it.
 
     `text` never holds more than `budget` characters nor a memory cut mid-way (format
-    memoryhub-context/1: a header line, then `- key (kind): value` per memory). `total` is how many
+    memoryhub-context/2: a header line, then `- key (kind): value` per memory). `total` is how many
     memories the user has. Pass this Context back as `previous` and the hub answers 304 (this same
     object comes back) until a write, a new ranking or an expiry would change the block.
     """
