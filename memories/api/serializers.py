@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.db.models.manager import BaseManager
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -17,6 +18,7 @@ from rest_framework.settings import api_settings
 from memories import context
 from memories.models import KEY_MAX_LENGTH, HeldWrite, MemoryEntry, MemoryEvent, Privacy
 from memories.rows import SHOWN_COLUMNS
+from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownMatches
 from memories.services import (
     BATCH_MAX_OPERATIONS,
     BATCH_MIN_EXPECTED_VERSION,
@@ -301,6 +303,14 @@ class SearchResultSerializer(EntrySerializer):
             "relevant",
         ]
         read_only_fields = fields
+
+
+def search_results_data(entries: "RankedMatches | QuerySet[MemoryEntry]", *, limit: int) -> list[dict[str, Any]]:
+    """The first `limit` of a search's entries (selectors.entry_search), each as ?q= shows it (SearchResultSerializer's
+    fields): a ranked search's written straight from the values it shows, as the API's pages are."""
+    if isinstance(entries, LexicalMatches | HybridMatches):
+        return search_page_data(ShownMatches(entries)[0:limit])
+    return list(SearchResultSerializer(entries[:limit], many=True).data)
 
 
 class FieldsCopiedShallow(serializers.Serializer):

@@ -22,10 +22,16 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from memories import context, selectors, services
-from memories.api.serializers import ContextBlockSerializer, EventSerializer, entry_data
+from memories.api.serializers import (
+    ContextBlockSerializer,
+    EventSerializer,
+    SearchResultSerializer,
+    entry_data,
+    search_results_data,
+)
 from memories.filters import filter_from_arguments
 from memories.models import DEFAULT_KIND, KEY_MAX_LENGTH, UID_MAX_LENGTH, MemoryEntry
 from memories.validation import EXPIRY_MAX_SECONDS, InvalidField, check_key, check_uid
@@ -61,6 +67,45 @@ Key = Annotated[
 MetaFilterValue = str | int | float | bool
 PageNumber = Annotated[int, Field(ge=1, description="Which page, from 1.")]
 PageSize = Annotated[int, Field(ge=1, le=settings.MEMORYHUB_MAX_PAGE_SIZE, description="Items per page.")]
+
+
+def _ranked_by(field: str) -> str:
+    """What ?q='s results say of their field (SearchResultSerializer's help text), for recall's output schema."""
+    return str(SearchResultSerializer._declared_fields[field].help_text)
+
+
+class RecalledMemory(BaseModel):
+    """One of recall's results: the memory as get shows it, and what ranked it, as on the API's ?q= results."""
+
+    uid: str
+    key: str
+    value: str
+    kind: str
+    meta: Any
+    privacy: str
+    version: int
+    created: str
+    updated: str
+    guard_flags: list[str]
+    expires: str | None
+    score: Annotated[float | None, Field(description=_ranked_by("score"))]
+    matched_terms: Annotated[list[str], Field(description=_ranked_by("matched_terms"))]
+    lexical_rank: Annotated[int | None, Field(description=_ranked_by("lexical_rank"))]
+    semantic_similarity: Annotated[float | None, Field(description=_ranked_by("semantic_similarity"))]
+    relevant: Annotated[bool | None, Field(description=_ranked_by("relevant"))]
+
+
+class Recalled(BaseModel):
+    """recall's answer."""
+
+    uid: str
+    query: str
+    count: Annotated[int, Field(description="How many results there are here (at most limit).")]
+    results: Annotated[list[RecalledMemory], Field(description="The matching memories, best first.")]
+    ranking: Annotated[
+        str,
+        Field(description="'hybrid' (words and meaning), or 'lexical; ...' with why meaning was not used."),
+    ]
 
 
 def _invalid(tool: str, error: InvalidField) -> ToolError:
@@ -240,8 +285,10 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         name="recall",
         description="Search a user's memories for a text: best match first (the key weighs more than the value), "
         "then newest. Finds every memory whose key or value holds the text, in any case, and, when the hub has "
-        "embeddings on, memories close in meaning. Returns the matching memories, at most `limit`, and `ranking`: "
-        "'hybrid' (words and meaning), or 'lexical; ...' with why meaning was not used.",
+        "embeddings on, memories close in meaning. Returns the matching memories, at most `limit`, each with what "
+        "ranked it (score, matched_terms, lexical_rank, semantic_similarity, and relevant: whether it passes the "
+        "relevance cut-off; when none does, most likely no memory answers the query), and `ranking`: 'hybrid' "
+        "(words and meaning), or 'lexical; ...' with why meaning was not used.",
         annotations=read_only,
     )
     async def recall(
@@ -274,16 +321,16 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                 '(or to one of the values of a list), e.g. {"project": "apollo"}.'
             ),
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> Recalled:
         account = account_for(ctx)
 
-        def work() -> dict[str, Any]:
+        def work() -> Recalled:
             check_uid(uid)
             context.check_query_text(query, field="query")
             filters = filter_from_arguments(kind=kind or None, meta=meta)
             found = selectors.entry_search(owner=account, uid=uid, query_text=query, filters=filters)
-            results = [_entry_data(entry) for entry in found.entries[:limit]]
-            return {"uid": uid, "query": query, "count": len(results), "results": results, "ranking": found.ranking}
+            results = [RecalledMemory(**shown) for shown in search_results_data(found.entries, limit=limit)]
+            return Recalled(uid=uid, query=query, count=len(results), results=results, ranking=found.ranking)
 
         try:
             return await in_django(work)

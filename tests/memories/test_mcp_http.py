@@ -101,6 +101,8 @@ def test_a_memory_remembered_over_mcp_is_the_one_rest_serves_with_its_history(hu
     )
     assert [entry["value"] for entry in answers["recalled"]["results"]] == ["uses helix"]
     assert answers["recalled"]["ranking"] == "hybrid"  # the hub's default: embeddings local
+    assert answers["recalled"]["results"][0]["matched_terms"] == ["helix"]  # with the rest of ?q='s fields
+    assert {"score", "lexical_rank", "semantic_similarity", "relevant"} <= set(answers["recalled"]["results"][0])
     assert answers["got"]["value"] == "uses helix"
     assert answers["listed"]["count"] == 1 and answers["listed"]["next_page"] is None
     assert [change["action"] for change in answers["history"]["changes"]] == ["update", "create"]

@@ -8,7 +8,11 @@ from asgiref.sync import async_to_sync
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memories import services
+from memories.embeddings.store import embeddings_process_pending
 from memories.mcp.tools import build_server
+from memories.search import hybrid
+
+SEARCH_FIELDS = ("score", "matched_terms", "lexical_rank", "semantic_similarity", "relevant")
 
 
 @pytest.fixture
@@ -75,3 +79,50 @@ def test_list_past_the_last_page_names_page_and_how_many_memories_there_are(owne
     message = _error(call, "list", {"uid": "dave", "page": 2, "page_size": 5})
 
     assert f"Invalid argument `page`: must be at most 1: {said}" in message
+
+
+@pytest.fixture
+def alice_with_embeddings(owner, settings):
+    settings.MEMORYHUB_EMBEDDINGS = "local"
+    hybrid.provider_pause_clear()
+    for key, value in {
+        "pet": "has a golden retriever called Miso",
+        "editor": "uses vim with a handful of plugins",
+        "allergy": "allergic to peanuts and tree nuts",
+    }.items():
+        services.entry_put(owner=owner, uid="alice", key=key, value=value)
+    embeddings_process_pending()
+    yield
+    hybrid.provider_pause_clear()
+
+
+@pytest.mark.parametrize("query", ["which editor, vim?", "what kind of dog", "nuts"])
+def test_recall_results_are_the_q_results_with_what_ranked_them(owner_api, call, alice_with_embeddings, query):
+    api = owner_api.get("/api/v1/users/alice/memories/", {"q": query})
+
+    recalled = call("recall", {"uid": "alice", "query": query, "limit": 2}).structured_content
+
+    assert recalled["ranking"] == api["X-MemoryHub-Ranking"] == "hybrid"
+    assert recalled["results"] == api.json()["results"][:2]
+    assert recalled["count"] == len(recalled["results"]) > 0
+    assert all(field in result for result in recalled["results"] for field in SEARCH_FIELDS)
+
+
+def test_recall_says_whether_the_first_result_passes_the_relevance_cut_off(call, alice_with_embeddings):
+    found = call("recall", {"uid": "alice", "query": "which editor, vim?"}).structured_content["results"][0]
+
+    assert (found["key"], found["relevant"], found["lexical_rank"]) == ("editor", True, 1)
+    assert found["matched_terms"] == ["editor", "vim"] and found["semantic_similarity"] is not None
+
+
+@pytest.mark.parametrize("query", ["coffee", "co"])
+def test_recall_with_embeddings_off_gives_the_q_fields_too(owner, owner_api, call, settings, query):
+    settings.MEMORYHUB_EMBEDDINGS = "off"
+    services.entry_put(owner=owner, uid="bob", key="drink", value="black coffee, no sugar")
+    api = owner_api.get("/api/v1/users/bob/memories/", {"q": query})
+
+    recalled = call("recall", {"uid": "bob", "query": query}).structured_content
+
+    assert recalled["ranking"] == api["X-MemoryHub-Ranking"] and recalled["ranking"].startswith("lexical")
+    assert recalled["results"] == api.json()["results"]
+    assert [result["relevant"] for result in recalled["results"]] == [None]
