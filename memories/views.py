@@ -97,7 +97,8 @@ class BoundedPage:
     """A page of rows counted only up to COUNT_LIMIT + 1: Django's Page, less the count of every row.
 
     The rows may be a QuerySet or a search's memories.search.LexicalMatches or HybridMatches. The page
-    reads one row more than it shows, to know whether another page follows.
+    reads one row more than it shows, to know whether another page follows. A page past the last one
+    shows the last one, as Django's Paginator.get_page does for the dashboard's other lists.
     """
 
     def __init__(self, rows: "QuerySet[MemoryEntry] | search.RankedMatches", request: HttpRequest) -> None:
@@ -106,18 +107,26 @@ class BoundedPage:
             self.number = max(1, int(request.GET.get("page", 1)))
         except ValueError:
             self.number = 1
-        # A page past any offset the database takes has no rows: read the last such page, which is empty.
+        # No page starts past any offset the database takes.
         self.number = min(self.number, (MAX_ROW_OFFSET - size - 1) // size)
         self.start = (self.number - 1) * size
         found = list(rows[self.start : self.start + size + 1])
+        if isinstance(rows, search.LexicalMatches | search.HybridMatches):
+            count = rows.count()
+        else:
+            count = rows[: search.COUNT_LIMIT + 1].count()
+        if not found and self.number > 1:
+            self.number = _last_page_number(rows, count, size, past=self.start)
+            self.start = (self.number - 1) * size
+            found = list(rows[self.start : self.start + size + 1])
         self._has_next = len(found) > size
         self.object_list = found[:size]
+        self.order = ""
         if isinstance(rows, search.LexicalMatches | search.HybridMatches):
-            count, self.order = rows.count(), str(rows.order_at(self.start))
-        else:
-            count, self.order = rows[: search.COUNT_LIMIT + 1].count(), ""
-        self.count = max(count, min(self.start + len(found), search.COUNT_LIMIT + 1))
-        self.count_exact = self.count <= search.COUNT_LIMIT
+            self.order = str(rows.order_at(self.start))
+        # With no page after this one, its rows end the list: the count is exact however many there are.
+        self.count = max(count, self.start + len(found)) if self._has_next else self.start + len(found)
+        self.count_exact = not self._has_next or self.count <= search.COUNT_LIMIT
         self.num_pages = -(-self.count // size) if self.count_exact else None
 
     @property
@@ -142,6 +151,21 @@ class BoundedPage:
 
     def previous_page_number(self) -> int:
         return self.number - 1
+
+
+def _last_page_number(rows: "QuerySet[MemoryEntry] | search.RankedMatches", count: int, size: int, *, past: int) -> int:
+    """The number of the last page of rows, of which count was counted up to COUNT_LIMIT + 1 and the row at
+    offset past does not exist: past COUNT_LIMIT, the last row is found by halving the offsets between."""
+    if count <= search.COUNT_LIMIT:
+        return max(1, -(-count // size))
+    there, absent = search.COUNT_LIMIT, past  # the row at COUNT_LIMIT exists: more than COUNT_LIMIT were counted
+    while absent - there > 1:
+        middle = (there + absent) // 2
+        if list(rows[middle : middle + 1]):
+            there = middle
+        else:
+            absent = middle
+    return there // size + 1
 
 
 def page_url(view_name: str, scope: Scope | None = None, **params: str) -> str:

@@ -98,12 +98,42 @@ def test_a_search_of_many_words_past_the_limit_is_refused_naming_it(owner_client
     assert "at most 1000 characters" in response.content.decode()
 
 
-@pytest.mark.parametrize("query", ["", "&kind=fact", "&q=python"])
-def test_a_page_number_past_any_offset_the_database_reads_shows_an_empty_page(owner_client, alice_memories, query):
+@pytest.mark.parametrize("query", ["", "&kind=preference", "&q=python"])
+def test_a_page_number_past_any_offset_the_database_reads_shows_the_last_page(owner_client, alice_memories, query):
     response = owner_client.get(f"/user/?uid=alice{query}&page=99999999999999999999")
 
     assert response.status_code == 200
-    assert "prefers Python" not in response.content.decode()
+    assert (
+        "prefers Python" in response.content.decode() and "No memory of alice matches" not in response.content.decode()
+    )
+
+
+@pytest.fixture
+def bob_memories(owner, settings):
+    settings.MEMORYHUB_PAGE_SIZE = 2
+    for number in range(7):
+        services.entry_put(owner=owner, uid="bob", key=f"k{number}", value=f"drinks coffee {number}")
+
+
+@pytest.mark.parametrize("query", ["", "&q=coffee"])
+def test_a_user_page_past_the_last_one_shows_the_last_one_as_the_users_list_does(owner_client, bob_memories, query):
+    page = owner_client.get(f"/user/?uid=bob{query}&page=9").content.decode()
+
+    assert "7–7 shown of 7" in page and "Page 4 of 4" in page and 'rel="next"' not in page
+    assert "No memory of bob matches" not in page
+
+
+@pytest.mark.parametrize("page_number", [4, 9])
+def test_the_last_page_past_the_counted_rows_says_how_many_there_are_not_that_more_follow(
+    owner_client, bob_memories, monkeypatch, page_number
+):
+    monkeypatch.setattr("memories.search.COUNT_LIMIT", 3)  # bob's 7 memories are more than the page counts
+
+    first = owner_client.get("/user/?uid=bob").content.decode()
+    last = owner_client.get(f"/user/?uid=bob&page={page_number}").content.decode()
+
+    assert "1–2 shown, more (of 7 memories)" in first and 'rel="next"' in first
+    assert "7–7 shown of 7 (of 7 memories)" in last and "Page 4 of 4" in last and 'rel="next"' not in last
 
 
 def test_the_entry_page_shows_the_value_pretty_meta_and_history(owner_client, owner, alice_memories):

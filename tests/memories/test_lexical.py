@@ -253,7 +253,7 @@ def test_the_dashboard_search_ranks_as_the_api_does(owner, owner_client):
 
 
 @pytest.mark.slow
-def test_the_dashboard_says_how_many_are_shown_and_that_more_follow(owner, owner_client, settings):
+def test_the_dashboard_says_how_many_are_shown_and_whether_more_follow(owner, owner_client, settings):
     settings.MEMORYHUB_PAGE_SIZE = 50
     _import(owner, "alice", {f"k{number:04d}": f"drinks coffee {number}" for number in range(1003)})
     first = owner_client.get("/user/", {"uid": "alice", "q": "coffee"}).content.decode()
@@ -261,6 +261,11 @@ def test_the_dashboard_says_how_many_are_shown_and_that_more_follow(owner, owner
     assert "Page 1</span>" in first and 'rel="next"' in first
     listed = owner_client.get("/user/", {"uid": "alice", "page": 3}).content.decode()
     assert "101–150 shown, more (of 1003 memories)" in listed
+    for page_number in (21, 30):  # the last page, and one past it (which shows the last)
+        last = owner_client.get("/user/", {"uid": "alice", "q": "coffee", "page": page_number}).content.decode()
+        assert "1001–1003 shown of 1003 matching" in last and 'rel="next"' not in last
+        listed = owner_client.get("/user/", {"uid": "alice", "page": page_number}).content.decode()
+        assert "1001–1003 shown of 1003 (of 1003 memories)" in listed and 'rel="next"' not in listed
 
 
 def test_a_misspelt_word_finds_the_word_one_letter_away_ranked(owner, owner_api):
