@@ -91,6 +91,17 @@ def test_a_mistake_in_the_form_is_shown_next_to_its_field_and_the_typing_is_kept
     assert not MemoryEntry.objects.exists()
 
 
+def test_each_privacy_choice_sits_on_the_line_of_its_words(page: Page, owner) -> None:
+    log_in(page, owner, "owner-password-1")
+    page.goto("/memory/new/?uid=alice")
+    for choice in ("shared", "local"):
+        radio = page.get_by_role("radio", name=re.compile(f"^{choice}:"))
+        box, label = radio.bounding_box(), radio.locator("xpath=..").bounding_box()
+        assert box is not None and label is not None
+        # Not a full-width control with its words on a line below: one line of both.
+        assert box["width"] < 40 and label["height"] < 2 * box["height"] + 10
+
+
 def test_a_person_sets_and_clears_an_expiry_and_a_time_past_is_refused(page: Page, owner) -> None:
     services.entry_put(owner=owner, uid="alice", key="trip", value="in Lisbon this week")
     log_in(page, owner, "owner-password-1")
