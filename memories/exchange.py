@@ -16,8 +16,12 @@ privacy classes) takes the importing account's default.
 
 Format version 2 is the full backup (export_memories --with-history): the same header with
 "format_version": 2, "count" counting every line after it, and "entries" and "events" counting
-each kind. Every line names its kind in "line": first the entries, as in version 1 plus
-"line": "entry", then the history, one event per line, oldest first:
+each kind, and "policies" counting the account policies. Every line names its kind in "line": first
+each account's policy, for the accounts that have one (a backup from before policies were kept has
+none), then the entries, as in version 1 plus "line": "entry", then the history, one event per line,
+oldest first:
+    {"line": "policy", "owner": "alice", "default_privacy": "local", "guard_mode": "hold",
+     "context_includes_flagged": false}
     {"line": "event", "owner": "alice", "uid": "...", "key": "...", "action": "update", "version": 3,
      "value_before": "...", "value_after": "...", "kind_before": "...", "kind_after": "...",
      "meta_before": {...}, "meta_after": {...}, "privacy_before": "shared", "privacy_after": "local",
@@ -44,6 +48,7 @@ from django.utils import timezone
 
 from memories.models import DEFAULT_KIND, Privacy
 from memories.services import ImportRecord, RestoreEntry, RestoreEvent
+from memories.services.imports import RestorePolicy
 from memories.validation import InvalidField
 
 FORMAT_NAME = "memoryhub.memories"
@@ -52,6 +57,8 @@ HISTORY_FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (FORMAT_VERSION, HISTORY_FORMAT_VERSION)
 ENTRY_LINE = "entry"
 EVENT_LINE = "event"
+POLICY_LINE = "policy"
+BACKUP_LINES = (POLICY_LINE, ENTRY_LINE, EVENT_LINE)
 COPY_BUFFER_BYTES = 1024 * 1024
 # Where a row of selectors.EXPORT_FIELDS holds the entry's privacy class.
 EXPORT_PRIVACY_INDEX = 6
@@ -69,6 +76,7 @@ class ExportHeader:
     entries: int | None = None
     events: int | None = None
     local: int = 0
+    policies: int | None = None
 
     @property
     def with_history(self) -> bool:
@@ -104,6 +112,21 @@ def entry_line(row: tuple) -> bytes:
 def backup_entry_line(row: tuple) -> bytes:
     """One entry line of a backup with history, for a row of selectors.EXPORT_FIELDS."""
     return _json_line({"line": ENTRY_LINE, **_entry_fields(row)})
+
+
+def backup_policy_line(row: tuple) -> bytes:
+    """One account policy line of a backup, for a row of
+    (username, default_privacy, guard_mode, context_includes_flagged)."""
+    owner, default_privacy, guard_mode, context_includes_flagged = row
+    return _json_line(
+        {
+            "line": POLICY_LINE,
+            "owner": owner,
+            "default_privacy": default_privacy,
+            "guard_mode": guard_mode,
+            "context_includes_flagged": context_includes_flagged,
+        }
+    )
 
 
 def backup_event_line(row: tuple) -> bytes:
@@ -185,12 +208,21 @@ def write_export(rows: Iterable[tuple], destination: IO[bytes]) -> ExportHeader:
     return ExportHeader(format_version=FORMAT_VERSION, count=count, sha256=checksum, local=counted.local)
 
 
-def write_backup(entry_rows: Iterable[tuple], event_rows: Iterable[tuple], destination: IO[bytes]) -> ExportHeader:
-    """Write a backup with history (format version 2): the entries, then every history event, oldest first."""
-    counted = {"entries": 0, "events": 0}
+def write_backup(
+    entry_rows: Iterable[tuple],
+    event_rows: Iterable[tuple],
+    destination: IO[bytes],
+    policy_rows: Iterable[tuple] = (),
+) -> ExportHeader:
+    """Write a backup with history (format version 2): the account policies, the entries, then every history
+    event, oldest first."""
+    counted = {"entries": 0, "events": 0, "policies": 0}
     local = _LocalCount()
 
     def lines() -> Iterator[bytes]:
+        for row in policy_rows:
+            counted["policies"] += 1
+            yield backup_policy_line(row)
         for row in local(entry_rows):
             counted["entries"] += 1
             yield backup_entry_line(row)
@@ -208,6 +240,7 @@ def write_backup(entry_rows: Iterable[tuple], event_rows: Iterable[tuple], desti
         entries=counted["entries"],
         events=counted["events"],
         local=local.local,
+        policies=counted["policies"],
     )
 
 
@@ -227,17 +260,25 @@ def read_header(source: IO[bytes]) -> ExportHeader:
             f"({FORMAT_VERSION}, or {HISTORY_FORMAT_VERSION} with history)"
         )
     count, checksum = header.get("count"), header.get("sha256")
-    if not isinstance(count, int) or count < 0 or not isinstance(checksum, str):
+    if type(count) is not int or count < 0 or not isinstance(checksum, str):
         raise ExportFileError("the header needs a count (a whole number) and a sha256 (hex text)")
-    entries, events, local = header.get("entries"), header.get("events"), header.get("local")
+    for name in ("entries", "events", "local", "policies"):
+        if name in header and not _is_count(header[name]):
+            raise ExportFileError(f"the header's {name!r} must be a whole number")
     return ExportHeader(
         format_version=format_version,
         count=count,
         sha256=checksum,
-        entries=entries if isinstance(entries, int) else None,
-        events=events if isinstance(events, int) else None,
-        local=local if isinstance(local, int) else 0,
+        entries=header.get("entries"),
+        events=header.get("events"),
+        local=header.get("local", 0),
+        policies=header.get("policies"),
     )
+
+
+def _is_count(value: object) -> bool:
+    """A whole number of at least 0; not a boolean, which Python counts as an int."""
+    return type(value) is int and value >= 0
 
 
 def verify(path: Path) -> ExportHeader:
@@ -269,18 +310,27 @@ def _timestamp(entry: dict[str, Any], name: str) -> datetime | None:
         raise InvalidField(name, "must be an ISO 8601 date and time with a time zone.") from None
 
 
+def _json_object(line: bytes) -> dict[str, Any]:
+    """The JSON object on one line; raises InvalidField when the line is not UTF-8 or not a JSON object."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidField("line", f"is not UTF-8 text (byte {error.start + 1} is not).") from None
+    try:
+        content = json.loads(text)
+    except json.JSONDecodeError:
+        raise InvalidField("line", "is not a JSON object.") from None
+    if not isinstance(content, dict):
+        raise InvalidField("line", "is not a JSON object.")
+    return content
+
+
 def parse_line(line: bytes) -> tuple[str | None, ImportRecord]:
     """The owner's username (or None) and the record on one entry line; raises InvalidField.
 
     Field values are checked by services.entries_import; this only maps JSON to a record.
     """
-    try:
-        entry = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InvalidField("line", "is not a JSON object.") from None
-    if not isinstance(entry, dict):
-        raise InvalidField("line", "is not a JSON object.")
-    return _entry_record(entry)
+    return _entry_record(_json_object(line))
 
 
 def _entry_record(entry: dict[str, Any]) -> tuple[str | None, ImportRecord]:
@@ -312,22 +362,27 @@ def _required_timestamp(content: dict[str, Any], name: str) -> datetime:
     return moment
 
 
-def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent:
-    """The record on one line of a backup with history (an entry or an event); raises InvalidField.
+def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolicy:
+    """The record on one line of a backup with history (a policy, an entry or an event); raises InvalidField.
 
     Field values are checked by services.history_restore; this only maps JSON to a record.
     """
-    try:
-        content = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InvalidField("line", "is not a JSON object.") from None
-    if not isinstance(content, dict):
-        raise InvalidField("line", "is not a JSON object.")
+    content = _json_object(line)
     kind = content.get("line")
-    if kind not in (ENTRY_LINE, EVENT_LINE):
-        raise InvalidField("line", f"must be {ENTRY_LINE!r} or {EVENT_LINE!r}.")
+    if kind not in BACKUP_LINES:
+        raise InvalidField("line", f"must be one of {', '.join(repr(name) for name in BACKUP_LINES)}.")
     if not isinstance(content.get("owner"), str):
         raise InvalidField("owner", "is required: a username.")
+    if kind == POLICY_LINE:
+        for required in ("default_privacy", "guard_mode", "context_includes_flagged"):
+            if required not in content:
+                raise InvalidField(required, "is required.")
+        return RestorePolicy(
+            owner=content["owner"],
+            default_privacy=content["default_privacy"],
+            guard_mode=content["guard_mode"],
+            context_includes_flagged=content["context_includes_flagged"],
+        )
     if kind == ENTRY_LINE:
         _, record = _entry_record(content)
         return RestoreEntry(owner=content["owner"], record=record)

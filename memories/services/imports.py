@@ -1,6 +1,7 @@
 """Imports: chunks of exported records upserted in bulk, with history and sync tasks; and the
-restore of a full backup (entries and their history, exactly as they were)."""
+restore of a full backup (account policies, entries and their history, exactly as they were)."""
 
+import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -15,7 +16,16 @@ from django.utils import timezone
 from memories.accounts import account_create_locked
 from memories.embeddings.store import embedding_mark_stale
 from memories.folding import fold
-from memories.models import DEFAULT_KIND, HeldWrite, MemoryEntry, MemoryEvent, Privacy, new_honcho_session_id
+from memories.models import (
+    DEFAULT_KIND,
+    AccountPolicy,
+    GuardMode,
+    HeldWrite,
+    MemoryEntry,
+    MemoryEvent,
+    Privacy,
+    new_honcho_session_id,
+)
 from memories.search.lexical import FTS_TABLE, POSTGRES_SEARCH_INDEXES, WORDS_TABLE, word_statistics_clear
 from memories.selectors import account_policy
 from memories.services.entries import account_default_privacy, privacy_withdraw, sync_outbox_record
@@ -446,8 +456,18 @@ class RestoreEvent:
     entries_erased: int | None = None
 
 
+@dataclass(frozen=True)
+class RestorePolicy:
+    """A policy line of a backup: the account's default privacy, guard mode and context rule."""
+
+    owner: str
+    default_privacy: str
+    guard_mode: str
+    context_includes_flagged: bool
+
+
 # One numbered line of a backup as the reader made it: a record, or the error that the line is not one.
-RestoreLine = tuple[int, RestoreEntry | RestoreEvent | InvalidField]
+RestoreLine = tuple[int, RestoreEntry | RestoreEvent | RestorePolicy | InvalidField]
 
 
 @dataclass
@@ -457,15 +477,17 @@ class RestoreCounts:
     lines: int = 0
     entries: int = 0
     events: int = 0
+    policies: int = 0
     accounts_created: list[str] = field(default_factory=list)
     refused: int = 0
-    # The first RESTORE_ERRORS_KEPT refusals: (line number, error).
+    # The RESTORE_ERRORS_KEPT refusals of the lowest line numbers, in line order: (line number, error).
     errors: list[tuple[int, InvalidField]] = field(default_factory=list)
 
     def refuse(self, line_number: int, error: InvalidField) -> None:
         self.refused += 1
-        if len(self.errors) < RESTORE_ERRORS_KEPT:
-            self.errors.append((line_number, error))
+        bisect.insort(self.errors, (line_number, error), key=lambda refusal: refusal[0])
+        if len(self.errors) > RESTORE_ERRORS_KEPT:
+            self.errors.pop()
 
 
 def _check_restore_entry(entry: RestoreEntry, *, now: datetime) -> None:
@@ -473,6 +495,23 @@ def _check_restore_entry(entry: RestoreEntry, *, now: datetime) -> None:
     for name in ("created", "updated", "version"):
         if getattr(entry.record, name) is None:
             raise InvalidField(name, "is required in a backup with history (the entry is restored exactly).")
+
+
+def _check_restore_policy(policy: RestorePolicy) -> None:
+    if policy.default_privacy not in Privacy.values:
+        raise InvalidField("default_privacy", f"must be one of {', '.join(Privacy.values)}.")
+    if policy.guard_mode not in GuardMode.values:
+        raise InvalidField("guard_mode", f"must be one of {', '.join(GuardMode.values)}.")
+    if not isinstance(policy.context_includes_flagged, bool):
+        raise InvalidField("context_includes_flagged", "must be true or false.")
+
+
+def _policy_differs(policy: RestorePolicy, current: AccountPolicy) -> bool:
+    return (policy.default_privacy, policy.guard_mode, policy.context_includes_flagged) != (
+        current.default_privacy,
+        current.guard_mode,
+        current.context_includes_flagged,
+    )
 
 
 def _check_side(event: RestoreEvent, side: str, *, present: bool) -> None:
@@ -566,6 +605,8 @@ class _Restore:
         # (owner id, uid) that hold entries or history already: reported once, at their first line.
         self.conflicting: set[tuple[int, str]] = set()
         self.entry_identities: set[tuple[int, str, str]] = set()
+        # Accounts whose policy line this restore has read: one line each.
+        self.policy_owners: set[int] = set()
         self.default_privacy: dict[int, str] = {}
         self.now = timezone.now()
 
@@ -614,11 +655,16 @@ class _Restore:
     def round(self, lines: list[RestoreLine]) -> None:
         """Check one round of lines and, while nothing has been refused, insert them."""
         checked: list[tuple[int, User, RestoreEntry | RestoreEvent, User | None]] = []
+        policies: list[tuple[User, RestorePolicy]] = []
         for line_number, item in lines:
             self.counts.lines += 1
             try:
                 if isinstance(item, InvalidField):
                     raise item
+                if isinstance(item, RestorePolicy):
+                    _check_restore_policy(item)
+                    policies.append((self._policy_owner(item), item))
+                    continue
                 if isinstance(item, RestoreEntry):
                     _check_restore_entry(item, now=self.now)
                     actor = None
@@ -700,6 +746,18 @@ class _Restore:
                 )  # fmt: skip
         if self.counts.refused:
             return
+        for owner, policy in policies:
+            # Saved one by one, so the token cache hears of the change (post_save), as account_policy_set's would.
+            AccountPolicy.objects.update_or_create(
+                account=owner,
+                defaults={
+                    "default_privacy": policy.default_privacy,
+                    "guard_mode": policy.guard_mode,
+                    "context_includes_flagged": policy.context_includes_flagged,
+                    "updated": self.now,
+                },
+            )
+            self.default_privacy.pop(owner.pk, None)
         _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, entry_rows)
         _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
         for owner, entries in restored.values():
@@ -707,6 +765,24 @@ class _Restore:
             embedding_mark_stale(entries)
         self.counts.entries += len(entry_rows)
         self.counts.events += len(event_rows)
+        self.counts.policies += len(policies)
+
+    def _policy_owner(self, policy: RestorePolicy) -> User:
+        """The account a policy line is for; refused when it had a line already or holds a different policy."""
+        owner = self.account(policy.owner, "owner")
+        if owner.pk in self.policy_owners:
+            raise InvalidField("owner", f"{policy.owner!r} has an earlier policy line.")
+        self.policy_owners.add(owner.pk)
+        current = AccountPolicy.objects.filter(account=owner).first()
+        if current is not None and _policy_differs(policy, current):
+            raise InvalidField(
+                "owner",
+                f"{policy.owner!r} has a policy on this hub that differs from the backup's "
+                f"(default privacy {current.default_privacy}, guard {current.guard_mode}, context flagged "
+                f"{'yes' if current.context_includes_flagged else 'no'}); a restore does not overwrite it: "
+                "make it the backup's with account_policy first.",
+            )
+        return owner
 
     @staticmethod
     def _uid(item: RestoreEntry | RestoreEvent) -> str:
@@ -721,7 +797,7 @@ def history_restore(
     chunk_size: int = RESTORE_CHUNK_SIZE,
     on_round: Callable[[int], None] | None = None,
 ) -> RestoreCounts:
-    """Restore a backup with history: every entry and every history event exactly as it was, or nothing.
+    """Restore a backup with history: every account policy, entry and history event exactly as it was, or nothing.
 
     Entries keep their value, kind, meta, created, updated and version; events keep their action,
     values, version, time (at) and actor, and each key's events keep their order, so the next write
@@ -730,9 +806,11 @@ def history_restore(
     token: accounts.account_create_locked). Refused, each with its line: a line the reader could
     not parse (an InvalidField item), a field out of the hub's limits or a time in the future, a
     second entry line for one key, an account that does not exist, and a user (owner, uid) that
-    already holds entries or history on this hub. Everything happens in one transaction: a
-    refused line, or any error, leaves nothing written (the accounts made included); dry_run checks
-    and counts, then rolls back. on_round is called with the lines read after each round.
+    already holds entries or history on this hub; and a policy line for an account that has an
+    earlier one in the file, or that holds a different policy here (an account with no policy, or
+    the same one, takes the backup's). Everything happens in one transaction: a refused line, or
+    any error, leaves nothing written (the accounts made included, and their policies); dry_run
+    checks and counts, then rolls back. on_round is called with the lines read after each round.
     """
     restore = _Restore(create_accounts=create_accounts)
     with transaction.atomic():

@@ -101,7 +101,7 @@ def test_a_changed_or_cut_file_is_refused_before_anything_is_written(owner, stra
     assert MemoryEntry.objects.count() == 0
 
 
-def _write_file(path: Path, entries: list[dict]) -> None:
+def _write_file(path: Path, entries: list[dict | str]) -> None:
     body = b"".join(json.dumps(entry).encode() + b"\n" for entry in entries)
     header = {
         "format": "memoryhub.memories",
@@ -240,3 +240,52 @@ def test_a_line_without_privacy_takes_the_importing_accounts_default(owner, tmp_
     call_command("import_memories", str(backup))
 
     assert selectors.entry_get(owner=owner, uid="alice", key="editor").privacy == "local"
+
+
+def test_refused_lines_are_listed_in_line_order(owner, tmp_path: Path, capsys):
+    source = tmp_path / "hand-made.jsonl"
+    _write_file(
+        source,
+        [
+            {"owner": "owner", "uid": "alice", "key": "k" * 300, "value": "refused when its chunk is written"},
+            "not an object",
+            {"owner": "nobody", "uid": "alice", "key": "whose", "value": "v"},
+            {"uid": "alice", "value": "no key: refused as read"},
+        ],
+    )
+    with pytest.raises(CommandError, match="4 entries were refused"):
+        call_command("import_memories", str(source), quiet=True)
+    numbers = [line.split(":")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  line ")]
+    assert numbers == ["  line 2", "  line 3", "  line 4", "  line 5"]
+
+
+def test_a_line_that_is_not_utf8_is_named_as_such(owner, tmp_path: Path, capsys):
+    body = b'{"owner": "owner", "uid": "alice", "key": "k", "value": "caf\xe9"}\n'
+    source = tmp_path / "latin1.jsonl"
+    header = {
+        "format": "memoryhub.memories",
+        "format_version": 1,
+        "count": 1,
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
+    source.write_bytes(json.dumps(header).encode() + b"\n" + body)
+    with pytest.raises(CommandError, match="1 entries were refused"):
+        call_command("import_memories", str(source), quiet=True)
+    bad_byte = body.index(0xE9) + 1
+    assert f"line 2: line: is not UTF-8 text (byte {bad_byte} is not)." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field", ["count", "entries", "local"])
+def test_a_header_with_true_for_a_number_is_refused(owner, tmp_path: Path, field: str):
+    body = b'{"owner": "owner", "uid": "alice", "key": "k", "value": "v"}\n'
+    source = tmp_path / "boolean.jsonl"
+    header = {
+        "format": "memoryhub.memories",
+        "format_version": 1,
+        "count": 1,
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
+    source.write_bytes(json.dumps({**header, field: True}).encode() + b"\n" + body)
+    with pytest.raises(CommandError, match="was not imported: the header"):
+        call_command("import_memories", str(source), quiet=True)
+    assert MemoryEntry.objects.count() == 0

@@ -9,13 +9,18 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories import exchange, selectors
+from memories.models import AccountPolicy
+
+# A policy line of a full backup: the account and its rules (exchange.backup_policy_line).
+POLICY_EXPORT_FIELDS = ("account__username", "default_privacy", "guard_mode", "context_includes_flagged")
 
 
 class Command(BaseCommand):
     help = (
         "Write every entry (or one account's) as versioned JSONL: a header with the format version, "
         "count and sha256, then one entry per line. import_memories reads it back. --with-history: "
-        "a full backup, the entries and every history event, which import_memories restores exactly."
+        "a full backup, the account policies, the entries and every history event, which import_memories "
+        "restores exactly (held writes are not in it)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -24,7 +29,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--with-history",
             action="store_true",
-            help="A full backup: every entry and every history event (format version 2).",
+            help="A full backup: the account policies, every entry and every history event (format version 2); "
+            "not the writes the guard held.",
         )
         parser.add_argument(
             "--include-expired",
@@ -50,7 +56,15 @@ class Command(BaseCommand):
 
         def write(destination: IO[bytes]) -> exchange.ExportHeader:
             if with_history:
-                return exchange.write_backup(rows, selectors.event_export_rows(owner=account), destination)
+                policies = (
+                    AccountPolicy.objects.all() if account is None else AccountPolicy.objects.filter(account=account)
+                )
+                return exchange.write_backup(
+                    rows,
+                    selectors.event_export_rows(owner=account),
+                    destination,
+                    policy_rows=policies.order_by("account_id").values_list(*POLICY_EXPORT_FIELDS),
+                )
             return exchange.write_export(rows, destination)
 
         with selectors.export_snapshot():
@@ -61,7 +75,9 @@ class Command(BaseCommand):
                 header = self.write_file(write, Path(file))
         if header.with_history:
             self.stderr.write(
-                f"Exported {header.entries} entries and {header.events} history events (sha256 {header.sha256})."
+                f"Exported {header.policies} account {'policy' if header.policies == 1 else 'policies'}, "
+                f"{header.entries} entries and {header.events} "
+                f"history events (sha256 {header.sha256}); the writes held for review are not in a backup."
             )
         else:
             self.stderr.write(

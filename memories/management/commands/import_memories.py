@@ -1,3 +1,4 @@
+import bisect
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,13 +28,16 @@ class ImportReport:
     refused: int = 0
     # Lines the write guard held for review (their accounts' guard mode is hold): not stored as entries.
     held: int = 0
-    # The first ERRORS_SHOWN refusals only, so a file of bad lines cannot fill memory.
+    # The ERRORS_SHOWN refusals of the lowest line numbers, in line order (a chunk's lines are refused
+    # out of order: unreadable ones as read, the others when the chunk is written); so a file of bad
+    # lines cannot fill memory.
     errors: list[tuple[int, str]] = field(default_factory=list)
 
     def refuse(self, line_number: int, message: str) -> None:
         self.refused += 1
-        if len(self.errors) < ERRORS_SHOWN:
-            self.errors.append((line_number, message))
+        bisect.insort(self.errors, (line_number, message))
+        if len(self.errors) > ERRORS_SHOWN:
+            self.errors.pop()
 
     def summary(self, *, dry_run: bool) -> str:
         verb = "would be" if dry_run else "were"
@@ -77,6 +81,10 @@ class Progress:
         if self.on_terminal:
             self.stream.write("")
             self.stream.flush()
+
+
+def _counted(number: int, singular: str, plural: str) -> str:
+    return f"{number} {singular if number == 1 else plural}"
 
 
 def _duration(seconds: float) -> str:
@@ -203,9 +211,15 @@ class Command(BaseCommand):
             services.search_statistics_refresh()
         verb = "would be" if dry_run else "were"
         created = counts.accounts_created
+        account_verb = "would be" if dry_run else "was" if len(created) == 1 else "were"
         self.stdout.write(
             f"{counts.lines} lines read: {counts.entries} entries and {counts.events} history events {verb} restored"
-            + (f"; {len(created)} accounts {verb} created ({', '.join(created)})." if created else ".")
+            + (f", with {_counted(counts.policies, 'account policy', 'account policies')}" if counts.policies else "")
+            + (
+                f"; {_counted(len(created), 'account', 'accounts')} {account_verb} created ({', '.join(created)})."
+                if created
+                else "."
+            )
         )
 
     @staticmethod
