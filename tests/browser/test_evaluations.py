@@ -42,6 +42,11 @@ def test_staff_run_an_evaluation_and_see_it_in_the_chart_and_on_the_overview(pag
     expect(scores.locator("path.point")).to_have_count(2)
     local_row = page.locator("table.results tbody tr", has=page.get_by_role("rowheader", name="local", exact=True))
     expect(local_row.locator('td[data-label="Grade"]')).to_have_text("A")
+    # The whole table fits the page at 1280 px, the reasons wrapped, with no box to scroll sideways.
+    widths = page.locator("table.results").evaluate(
+        "table => [table.parentElement.scrollWidth, table.parentElement.clientWidth]"
+    )
+    assert widths[0] <= widths[1], widths
 
     page.get_by_role("button", name="Run an evaluation now").click()
     expect(page.get_by_role("region", name="In progress")).to_contain_text("pending")
