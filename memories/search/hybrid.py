@@ -22,6 +22,7 @@ connections belong to the thread that opened them.
 """
 
 import logging
+import math
 import os
 import threading
 import time
@@ -75,6 +76,13 @@ SEMANTIC_WEIGHT = 1.0
 # chosen on the recall set's tune split (docs/RECALL.md).
 SEMANTIC_STANDOUT = 5.0
 SEMANTIC_CLOSE = 0.35
+# Among n entries no similarity stands more than sqrt(n - 1) standard deviations above their mean, so a user
+# of 25 entries or fewer could never reach SEMANTIC_STANDOUT. A user too few for it (SEMANTIC_STANDOUT_SHARE *
+# sqrt(n - 1) below SEMANTIC_STANDOUT: under 71 entries) is asked to stand out that share of the most n
+# allows, and, as standing out says less among few, to be closer to the query: SEMANTIC_CLOSE_FEW. Both
+# chosen on the tune split with each person's memories cut to 5, 10 and 20 (docs/RECALL.md).
+SEMANTIC_STANDOUT_SHARE = 0.6
+SEMANTIC_CLOSE_FEW = 0.40
 # After a provider failure, searches answer by words alone for this long without asking it again.
 PROVIDER_PAUSE_SECONDS = 30.0
 # Threads per process that embed queries (and take their cosines) while requests rank by words.
@@ -127,6 +135,8 @@ class Nearest:
     spread: float = 0.0
     # The nearest entries' plain similarities (the cosine of their own vectors and the query's), by id.
     plain: dict[int, float] = field(default_factory=dict)
+    # How many of the user's entries the mean and spread are taken over.
+    rows: int | None = None
     # The ids of the user's entries that have a vector of the model (None: not known, all are taken to).
     embedded: np.ndarray | None = None
 
@@ -224,6 +234,7 @@ class PendingNearest:
                     mean=compared.mean,
                     spread=compared.spread,
                     plain=compared.plain,
+                    rows=compared.rows,
                     embedded=self._user_vectors.ids if self._user_vectors is not None else None,
                 )
         return self._done
@@ -273,6 +284,17 @@ def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEM
     return semantic_start(owner=owner, uid=uid, query_text=query_text, limit=limit).result()
 
 
+def standout_asked(rows: int | None) -> tuple[float, float]:
+    """What an entry found by meaning alone must reach to be relevant among a user's `rows` entries (None: many):
+    (standard deviations above the mean, plain similarity)."""
+    if rows is None:
+        return SEMANTIC_STANDOUT, SEMANTIC_CLOSE
+    reachable = SEMANTIC_STANDOUT_SHARE * math.sqrt(max(rows - 1, 0))
+    if reachable >= SEMANTIC_STANDOUT:
+        return SEMANTIC_STANDOUT, SEMANTIC_CLOSE
+    return reachable, SEMANTIC_CLOSE_FEW
+
+
 def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int, float]:
     """entry id -> fused score (reciprocal rank fusion of the two rankings, each best first)."""
     scores: dict[int, float] = {}
@@ -286,7 +308,7 @@ def fuse(lexical_ids: list[int], semantic: list[tuple[int, float]]) -> dict[int,
 @dataclass(frozen=True)
 class Ranked:
     """One ranked entry: its fused score (None past the fused ones), what each ranking said of it, and
-    whether it passes the relevance cut-off (SEMANTIC_CLOSE and SEMANTIC_STANDOUT)."""
+    whether it passes the relevance cut-off (standout_asked)."""
 
     entry_id: int
     score: float | None
@@ -369,6 +391,7 @@ class HybridMatches:
         mean: float = 0.0,
         spread: float = 0.0,
         plain: dict[int, float] | None = None,
+        rows: int | None = None,
         embedded: np.ndarray | None = None,
     ) -> None:
         self.lexical = lexical
@@ -379,6 +402,8 @@ class HybridMatches:
         self.mean, self.spread = mean, spread
         # The nearest entries' plain similarities by id (an entry without one cannot pass by meaning alone).
         self.plain = plain or {}
+        # How many entries the mean and spread are taken over (None: not known, taken to be many).
+        self.rows = rows
         self.embedded = embedded
         self._fused: FusedOrder | None = None
         self._count: int | None = None
@@ -415,10 +440,11 @@ class HybridMatches:
         return self.embedded is None or bool((self.embedded == entry_id).any())
 
     def _close_and_stands_out(self, entry_id: int, similarity: float) -> bool:
+        standout, close = standout_asked(self.rows)
         plain = self.plain.get(entry_id)
-        if plain is None or plain < SEMANTIC_CLOSE:
+        if plain is None or plain < close:
             return False
-        return self.spread > 0 and (similarity - self.mean) / self.spread >= SEMANTIC_STANDOUT
+        return self.spread > 0 and (similarity - self.mean) / self.spread >= standout
 
     def _semantic_only(self) -> list[int]:
         return self.fused.semantic_only()
@@ -618,6 +644,7 @@ def hybrid_search(*, owner: User, lexical: LexicalMatches, query_text: str) -> S
         mean=nearest.mean,
         spread=nearest.spread,
         plain=nearest.plain,
+        rows=nearest.rows,
         embedded=nearest.embedded,
     )
     return SearchAnswer(entries=entries, semantic=Semantic.USED)

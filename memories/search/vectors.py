@@ -225,6 +225,8 @@ class NearestVectors:
     mean: float = 0.0
     spread: float = 0.0
     plain: dict[int, float] = field(default_factory=dict)
+    # How many of the user's entries the mean and spread are taken over.
+    rows: int = 0
 
 
 def query_about(centre: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
@@ -255,7 +257,7 @@ def nearest_of(
     top = np.argpartition(-ranking, limit)[:limit] if limit < len(ranking) else np.arange(len(ranking))
     top = top[np.argsort(-ranking[top], kind="stable")]
     entries = [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
-    return NearestVectors(entries=entries, mean=float(scores.mean()), spread=float(scores.std()))
+    return NearestVectors(entries=entries, mean=float(scores.mean()), spread=float(scores.std()), rows=len(scores))
 
 
 def plain_similarities(read: UserVectors, query_vector: np.ndarray, entry_ids: Sequence[int]) -> list[float]:

@@ -127,12 +127,12 @@ def test_the_context_block_calls_a_memory_the_search_does_not_judge_relevant_nea
 
 
 def test_the_context_block_gives_each_ranked_memory_the_searchs_judgement(owner_api: APIClient, alice: None) -> None:
-    # The words and the meaning find the editor; the meaning alone finds the pet, not close enough to pass.
-    results, _ = _search(owner_api, "does she have a dog and an editor")
+    # The words and the meaning find the editor; the meaning alone finds the pet, not close enough to a cat to pass.
+    results, _ = _search(owner_api, "which editor, and does she have a cat")
     judged = [(r["key"], "relevant" if r["relevant"] else "nearest") for r in results]
     assert judged == [("editor", "relevant"), ("pet", "nearest")]
 
-    body = owner_api.get(CONTEXT_URL, {"q": "does she have a dog and an editor"}).json()
+    body = owner_api.get(CONTEXT_URL, {"q": "which editor, and does she have a cat"}).json()
 
     shown = [(entry["key"], entry["reason"]) for entry in body["entries"]]
     assert shown[: len(judged)] == judged  # the search's order, each with its judgement
@@ -357,3 +357,53 @@ def test_an_entry_unlike_the_user_s_many_look_alikes_is_relevant_to_the_question
     results, _ = _search(owner_api, "what kind of dog does she have")
     assert results[0]["key"] == "pet" and results[0]["lexical_rank"] is None  # the meaning alone found it
     assert [result["key"] for result in results if result["relevant"]] == ["pet"]
+
+
+# A new user's first memories: too few for any one of them to stand SEMANTIC_STANDOUT deviations above the rest.
+FEW = {
+    "job": "works as a nurse at the city hospital",
+    "food": "is vegetarian and loves spicy curry",
+    "music": "plays the cello in an amateur orchestra",
+    "lang": "speaks Portuguese and a little Japanese",
+    "sport": "runs half marathons in spring",
+    "car": "drives an old blue Volvo",
+    "home": "lives in a flat in Lisbon with a balcony",
+    "book": "reads science fiction novels",
+    "drink": "drinks green tea every afternoon",
+    "kids": "has two daughters",
+    "pet": "has a golden retriever called Miso",
+}
+
+
+@pytest.fixture
+def few(owner: User) -> None:
+    for key, value in FEW.items():
+        services.entry_put(owner=owner, uid="alice", key=key, value=value)
+    assert embeddings_process_pending() == len(FEW)
+
+
+def test_a_user_with_few_memories_gets_the_answer_found_by_meaning_alone_marked_relevant(
+    owner_api: APIClient, few: None
+) -> None:
+    results, ranking = _search(owner_api, "what kind of dog does she have")
+    assert ranking == "hybrid"
+    assert results[0]["key"] == "pet" and results[0]["lexical_rank"] is None  # the meaning alone found it
+    assert [result["key"] for result in results if result["relevant"]] == ["pet"]
+
+
+@pytest.mark.parametrize("query_text", ["what is her blood type", "what is her favourite film", "xyzzy"])
+def test_a_user_with_few_memories_gets_nothing_relevant_for_a_question_none_answers(
+    owner_api: APIClient, few: None, query_text: str
+) -> None:
+    results, ranking = _search(owner_api, query_text)
+    assert ranking == "hybrid"
+    assert [result["key"] for result in results if result["relevant"]] == []
+
+
+def test_the_standout_asked_is_what_the_user_s_number_of_entries_allows() -> None:
+    # Among n entries no similarity stands more than sqrt(n - 1) deviations above the mean.
+    assert hybrid.standout_asked(None) == (hybrid.SEMANTIC_STANDOUT, hybrid.SEMANTIC_CLOSE)
+    assert hybrid.standout_asked(602) == (hybrid.SEMANTIC_STANDOUT, hybrid.SEMANTIC_CLOSE)
+    for rows in (2, 5, 11, 26, 70):
+        standout, close = hybrid.standout_asked(rows)
+        assert standout < (rows - 1) ** 0.5 and close == hybrid.SEMANTIC_CLOSE_FEW
