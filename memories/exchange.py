@@ -362,6 +362,13 @@ def _required_timestamp(content: dict[str, Any], name: str) -> datetime:
     return moment
 
 
+def _require(content: dict, *names: str) -> None:
+    """InvalidField naming the first of names content lacks."""
+    for name in names:
+        if name not in content:
+            raise InvalidField(name, "is required.")
+
+
 def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolicy:
     """The record on one line of a backup with history (a policy, an entry or an event); raises InvalidField.
 
@@ -374,9 +381,7 @@ def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolic
     if not isinstance(content.get("owner"), str):
         raise InvalidField("owner", "is required: a username.")
     if kind == POLICY_LINE:
-        for required in ("default_privacy", "guard_mode", "context_includes_flagged"):
-            if required not in content:
-                raise InvalidField(required, "is required.")
+        _require(content, "default_privacy", "guard_mode", "context_includes_flagged")
         return RestorePolicy(
             owner=content["owner"],
             default_privacy=content["default_privacy"],
@@ -386,9 +391,7 @@ def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolic
     if kind == ENTRY_LINE:
         _, record = _entry_record(content)
         return RestoreEntry(owner=content["owner"], record=record)
-    for required in ("uid", "key", "action", "version", "at"):
-        if required not in content:
-            raise InvalidField(required, "is required.")
+    _require(content, "uid", "key", "action", "version", "at")
     return RestoreEvent(
         owner=content["owner"],
         uid=content["uid"],

@@ -660,6 +660,17 @@ EVENT_EXPORT_FIELDS = (
 )  # fmt: skip
 
 
+# A policy line of a full backup: the account and its rules (exchange.backup_policy_line).
+POLICY_EXPORT_FIELDS = ("account__username", "default_privacy", "guard_mode", "context_includes_flagged")
+
+
+def policy_export_rows(*, owner: User | None = None) -> QuerySet[AccountPolicy, tuple]:
+    """Every account policy (owner=None) or owner's alone, as tuples of POLICY_EXPORT_FIELDS, by account: for
+    operators' backups with history (manage.py export_memories --with-history)."""
+    policies = AccountPolicy.objects.all() if owner is None else AccountPolicy.objects.filter(account=owner)
+    return policies.order_by("account_id").values_list(*POLICY_EXPORT_FIELDS)
+
+
 def event_export_rows(*, owner: User | None = None, chunk_size: int = 2000) -> Iterator[tuple]:
     """Every history event as a tuple of EVENT_EXPORT_FIELDS, streamed oldest first (in the order written).
 

@@ -9,10 +9,6 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories import exchange, selectors
-from memories.models import AccountPolicy
-
-# A policy line of a full backup: the account and its rules (exchange.backup_policy_line).
-POLICY_EXPORT_FIELDS = ("account__username", "default_privacy", "guard_mode", "context_includes_flagged")
 
 
 class Command(BaseCommand):
@@ -56,14 +52,11 @@ class Command(BaseCommand):
 
         def write(destination: IO[bytes]) -> exchange.ExportHeader:
             if with_history:
-                policies = (
-                    AccountPolicy.objects.all() if account is None else AccountPolicy.objects.filter(account=account)
-                )
                 return exchange.write_backup(
                     rows,
                     selectors.event_export_rows(owner=account),
                     destination,
-                    policy_rows=policies.order_by("account_id").values_list(*POLICY_EXPORT_FIELDS),
+                    policy_rows=selectors.policy_export_rows(owner=account),
                 )
             return exchange.write_export(rows, destination)
 
