@@ -37,6 +37,10 @@ def _required_time(text: str) -> datetime:
     return parsed
 
 
+# What a search result says of its ranking, beside the memory itself.
+_RANKING_FIELDS = ("score", "lexical_rank", "semantic_similarity", "relevant")
+
+
 @dataclass(frozen=True)
 class Entry:
     """One memory. `etag` is what If-Match wants to see to change exactly this version: the hub's
@@ -59,6 +63,15 @@ class Entry:
     score: float | None = None
     matched_terms: tuple[str, ...] = ()
     etag: str = ""
+    # Also on search results: its place in the word ranking (1 is first), the cosine similarity of its
+    # meaning to the query's (both None where that side did not find it, or the search was by words
+    # alone), and whether it passes the hub's relevance cut-off (None when the search was by words
+    # alone): when no result of a search is relevant, most likely no memory answers it.
+    lexical_rank: int | None = None
+    semantic_similarity: float | None = None
+    relevant: bool | None = None
+    # The write guard's rules the value broke (the account's guard mode "flag" stores it marked).
+    guard_flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.etag:
@@ -66,7 +79,7 @@ class Entry:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, etag: str | None = None) -> Entry:
-        score = data.get("score")
+        score, rank, similarity, relevant = (data.get(name) for name in _RANKING_FIELDS)
         return cls(
             uid=data["uid"],
             key=data["key"],
@@ -81,6 +94,10 @@ class Entry:
             score=float(score) if isinstance(score, int | float) else None,
             matched_terms=tuple(data.get("matched_terms") or ()),
             etag=etag or "",
+            lexical_rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+            semantic_similarity=float(similarity) if isinstance(similarity, int | float) else None,
+            relevant=relevant if isinstance(relevant, bool) else None,
+            guard_flags=tuple(data.get("guard_flags") or ()),
         )
 
 
