@@ -108,6 +108,19 @@ def test_a_refused_put_is_false_and_writes_nothing(backend: HubBackend, uid: str
     assert backend.get(uid, "colour") is None
 
 
+def test_a_uid_or_key_no_request_can_carry_is_refused_as_the_protocol_refuses_not_raised(
+    backend: HubBackend, uid: str
+) -> None:
+    # A uid holding '/' (as "slack/U123") or an empty key or uid cannot travel in a path: the protocol's
+    # answers for "not stored" and "not found", never an exception out of the agent's call.
+    for person, key in ((f"slack/{uid}", "k"), (uid, ""), ("", "k")):
+        assert backend.put(person, key, "v") is False
+        assert backend.get(person, key) is None
+        assert backend.rm(person, key) is False
+    assert backend.find(f"slack/{uid}", "v") == []
+    assert backend.all(f"slack/{uid}") == []
+
+
 def test_a_hub_that_cannot_be_reached_or_refuses_the_token_is_not_ok(hub: Hub) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

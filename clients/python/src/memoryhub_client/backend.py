@@ -29,6 +29,10 @@ DEFAULT_KIND = "preference"
 PRIVACY_CLASSES = ("local", "shared")
 # The hub's cap on page_size: all() and a large find() walk pages of this size.
 PAGE_SIZE = 500
+# What makes an operation answer False, None or [] (logged) rather than raise, as the protocol's other
+# backends do: the hub's refusals and failures, and a uid or key no request can carry (empty, or a
+# uid holding '/': the client refuses those with ValueError before sending anything).
+_REFUSED = (MemoryHubError, ValueError)
 
 
 @dataclass
@@ -106,7 +110,7 @@ class HubBackend:
         """Whether the hub answers this token."""
         try:
             self._hub.info()
-        except MemoryHubError as error:
+        except _REFUSED as error:
             logger.warning("memoryhub ok: %s", error)
             return False
         return True
@@ -118,7 +122,7 @@ class HubBackend:
             self._hub.put(
                 uid, k, v, kind=(meta or {}).get("type", DEFAULT_KIND), meta=meta or {}, privacy=self._privacy
             )
-        except MemoryHubError as error:
+        except _REFUSED as error:
             logger.warning("memoryhub put %s/%s: %s", uid, k, error)
             return False
         return True
@@ -134,7 +138,7 @@ class HubBackend:
             return BackendEntry.from_entry(self._hub.get(uid, k))
         except NotFound:
             return None
-        except MemoryHubError as error:
+        except _REFUSED as error:
             logger.warning("memoryhub get %s/%s: %s", uid, k, error)
             return None
 
@@ -146,14 +150,14 @@ class HubBackend:
             return [BackendEntry.from_entry(entry) for entry in islice(page, n)]
         except NotFound:
             return []
-        except MemoryHubError as error:
+        except _REFUSED as error:
             logger.warning("memoryhub find %s: %s", uid, error)
             return []
 
     def all(self, uid: str) -> list[BackendEntry]:
         try:
             return [BackendEntry.from_entry(entry) for entry in self._hub.entries(uid, page_size=PAGE_SIZE)]
-        except MemoryHubError as error:
+        except _REFUSED as error:
             logger.warning("memoryhub all %s: %s", uid, error)
             return []
 
@@ -166,7 +170,7 @@ class HubBackend:
                 self._hub.delete(uid, k)
         except NotFound:
             return True
-        except MemoryHubError as error:
+        except _REFUSED as error:
             logger.warning("memoryhub rm %s/%s: %s", uid, k, error)
             return False
         return True
@@ -185,7 +189,7 @@ class HubBackend:
         if self._cloud is None:
             try:
                 info = self._hub.info()
-            except MemoryHubError as error:
+            except _REFUSED as error:
                 logger.warning("memoryhub cloud: %s", error)
                 return True
             mirrored = bool(info.sync.get("enabled")) and self._privacy != "local"
