@@ -134,15 +134,46 @@ def _entry_data(entry: MemoryEntry) -> dict[str, Any]:
     return entry_data(entry)
 
 
-def _arguments_message(tool: str, error: ValidationError) -> str:
-    """The SDK's check of the arguments against the schema, as one sentence per bad argument."""
-    problems, fields = [], []
+def _argument_path(location: tuple[int | str, ...], arguments: dict[str, Any]) -> str:
+    """Where in the arguments a schema error is, as `meta.project` or `kind.0`.
+
+    Pydantic's location also names each member of a union it tried (`kind.str`, `kind.list[str]`);
+    those are no place in the arguments, so only the parts the arguments hold are kept (the first,
+    the argument's name, always: a missing argument is not in them).
+    """
+    if not location:
+        return "arguments"
+    parts, current = [str(location[0])], cast(Any, arguments.get(str(location[0])))
+    for part in location[1:]:
+        held_by_dict = isinstance(current, dict) and isinstance(part, str) and part in current
+        held_by_list = isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
+        if held_by_dict or held_by_list:
+            current = current[part]
+            parts.append(str(part))
+    return ".".join(parts)
+
+
+def _arguments_message(tool: str, error: ValidationError, arguments: dict[str, Any]) -> str:
+    """The SDK's check of the arguments against the schema, as one sentence per bad argument: what each
+    member of a union wanted, said once for the argument ("a valid string or a valid list")."""
+    wanted: dict[str, list[str]] = {}
     for problem in error.errors():
-        field = ".".join(str(part) for part in problem["loc"]) or "arguments"
-        fields.append(f"`{field}`")
+        field = _argument_path(tuple(problem["loc"]), arguments)
         detail = "it is required" if problem["type"] == "missing" else problem["msg"][0].lower() + problem["msg"][1:]
-        problems.append(f"Invalid argument `{field}`: {detail}.")
-    return " ".join(problems) + f" Change {', '.join(dict.fromkeys(fields))} and call {tool} again."
+        details = wanted.setdefault(field, [])
+        if detail not in details:
+            details.append(detail)
+    problems = []
+    for field, details in wanted.items():
+        shown = [details[0]] + [detail.removeprefix(_SHOULD_BE) for detail in details[1:]]
+        said = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+        problems.append(f"Invalid argument `{field}`: {said}.")
+    fields = ", ".join(f"`{field}`" for field in wanted)
+    return " ".join(problems) + f" Change {fields} and call {tool} again."
+
+
+# How pydantic starts what a value should have been; said once for the several members of a union.
+_SHOULD_BE = "input should be "
 
 
 class LineSource(Protocol):
@@ -177,8 +208,13 @@ class HubMCPServer(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
-            if isinstance(error.__cause__, ValidationError):
-                raise ToolError(_arguments_message(name, error.__cause__)) from error.__cause__
+            cause = error.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(_arguments_message(name, cause, arguments)) from cause
+            if type(error) is ToolError and type(cause) is ToolError:
+                # A tool's own refusal ("Invalid argument `kind`: ...", "No memory with key ..."), said as the
+                # schema's are: without the SDK's "Error executing tool NAME: " before it.
+                raise ToolError(str(cause)) from cause
             raise
 
 

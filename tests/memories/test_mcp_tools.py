@@ -81,6 +81,46 @@ def test_list_past_the_last_page_names_page_and_how_many_memories_there_are(owne
     assert f"Invalid argument `page`: must be at most 1: {said}" in message
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (
+            {"kind": 5},
+            "Invalid argument `kind`: input should be a valid string or a valid list. Change `kind` and call recall "
+            "again.",
+        ),
+        (
+            {"meta": {"project": None}},
+            "Invalid argument `meta.project`: input should be a valid string, a valid integer, a valid number, a valid "
+            "boolean or a valid list. Change `meta.project` and call recall again.",
+        ),
+        (
+            # a meta field may be called like a union's member: it is still the argument's own place
+            {"meta": {"str": None}, "limit": 0},
+            "Invalid argument `limit`: input should be greater than or equal to 1. Invalid argument `meta.str`: input "
+            "should be a valid string, a valid integer, a valid number, a valid boolean or a valid list. Change "
+            "`limit`, `meta.str` and call recall again.",
+        ),
+    ],
+)
+def test_an_argument_of_several_allowed_types_is_named_as_sent_with_what_it_may_be(call, arguments, said):
+    # Not `kind.str`, `kind.list[str]`: names the model cannot send, each with half of what is allowed.
+    assert _error(call, "recall", {"uid": "dave", "query": "x", **arguments}) == said
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "said"),
+    [
+        ("remember", {"uid": "dave", "key": "k", "value": "v", "kind": "x" * 40}, "Invalid argument `kind`: must be 1"),
+        ("get", {"uid": "dave", "key": "nope"}, "No memory with key 'nope' for uid 'dave'"),
+        ("forget", {"uid": "dave", "key": "nope"}, "No memory with key 'nope' for uid 'dave'"),
+    ],
+)
+def test_a_tools_own_refusal_reads_as_the_schemas_do(call, name, arguments, said):
+    # One form for every tool error, the one docs/AGENTS.md shows: no "Error executing tool NAME: " before some.
+    assert _error(call, name, arguments).startswith(said)
+
+
 @pytest.fixture
 def alice_with_embeddings(owner, settings):
     settings.MEMORYHUB_EMBEDDINGS = "local"
