@@ -249,11 +249,13 @@ def user_memories(request: HttpRequest) -> HttpResponse:
     """One user's memories: the same query as the API (?q=, ?kind=), sorted and paged."""
     uid = _required(request, "uid")
     scope = _scope(request)
-    query_text = request.GET.get("q", "")
-    if len(query_text) > CONTEXT_QUERY_MAX_LENGTH:
-        return HttpResponseBadRequest(
-            f"The search must be at most {CONTEXT_QUERY_MAX_LENGTH} characters; got {len(query_text)}."
-        )
+    typed_query = request.GET.get("q", "")
+    query_error = ""
+    query_text = typed_query
+    if len(typed_query) > CONTEXT_QUERY_MAX_LENGTH:
+        # Refused on the page itself, the text kept in the box to shorten, the memories listed unsearched.
+        query_error = f"The search must be at most {CONTEXT_QUERY_MAX_LENGTH} characters; got {len(typed_query)}."
+        query_text = ""
     kind = request.GET.get("kind", "")
     default_sort = RELEVANCE_SORT if query_text else DEFAULT_ENTRY_SORT
     sort = request.GET.get("sort", default_sort)
@@ -279,6 +281,9 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         "scope": scope,
         "uid": uid,
         "query_text": query_text,
+        "typed_query": typed_query,
+        "query_error": query_error,
+        "query_max_length": CONTEXT_QUERY_MAX_LENGTH,
         "kind": kind,
         "sort": sort,
         "default_sort": default_sort,
@@ -288,7 +293,7 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         "ranking_note": ranking_note,
         "first_memory_curl": _first_memory_curl(request, uid),
     }
-    return render(request, "memories/user_memories.html", context)
+    return render(request, "memories/user_memories.html", context, status=400 if query_error else 200)
 
 
 def _history_rows(events: list[MemoryEvent]) -> list[dict]:

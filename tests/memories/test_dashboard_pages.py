@@ -95,7 +95,17 @@ def test_a_search_of_many_words_past_the_limit_is_refused_naming_it(owner_client
     response = owner_client.get("/user/", {"uid": "alice", "q": words})
 
     assert response.status_code == 400
-    assert "at most 1000 characters" in response.content.decode()
+    page = response.content.decode()
+    assert '<p class="error" id="q_error" role="alert">The search must be at most 1000 characters; got' in page
+    # A page of the dashboard's own: its navigation, the text kept in the box to shorten, the memories listed.
+    assert "Log out" in page and f'value="{words}"' in page
+    assert "prefers Python" in page and "uses vim" in page
+
+
+def test_the_search_box_takes_no_more_than_the_search_allows(owner_client, alice_memories):
+    page = owner_client.get("/user/", {"uid": "alice"}).content.decode()
+
+    assert 'name="q" value="" maxlength="1000"' in page
 
 
 @pytest.mark.parametrize("query", ["", "&kind=preference", "&q=python"])
