@@ -20,6 +20,7 @@ from memories.services.entries import (
     held_expiry,
 )
 from memories.services.guarding import CLEAN, GuardDecision, guard_decide, held_write_new
+from memories.services.locks import entries_lock, users_lock
 from memories.validation import (
     InvalidField,
     check_key,
@@ -192,6 +193,10 @@ def entries_batch(
     holds is "held" (a HeldWrite, kept or dropped with the rest of the batch). Any invalid
     operation or version conflict raises BatchRejected with per-operation errors, and nothing is
     written. Raises InvalidField for a bad uid or a batch of the wrong size.
+
+    Batches (and imports) of one user take turns: each takes the user's lock, then locks the entries it
+    names in one order, before applying anything (memories.services.locks), so two batches naming keys in
+    other orders, or a batch and a forget of its user, never deadlock on PostgreSQL.
     """
     check_uid(uid)
     if not 1 <= len(operations) <= BATCH_MAX_OPERATIONS:
@@ -206,6 +211,8 @@ def entries_batch(
     decisions = _batch_guard(owner=owner, operations=operations)
     outcomes: list[BatchOutcome] = []
     with transaction.atomic():
+        users_lock(owner=owner, uids=[uid])
+        entries_lock(owner=owner, uid=uid, keys=[operation.key for operation in operations])
         for index, operation in enumerate(operations):
             try:
                 decision = decisions[index]
