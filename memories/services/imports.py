@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -28,8 +28,14 @@ from memories.models import (
 )
 from memories.search.lexical import FTS_TABLE, POSTGRES_SEARCH_INDEXES, WORDS_TABLE, word_statistics_clear
 from memories.selectors import account_policy
-from memories.services.entries import account_default_privacy, privacy_withdraw, sync_outbox_record
+from memories.services.entries import (
+    ENTRY_IDENTITY_COLUMNS,
+    account_default_privacy,
+    privacy_withdraw,
+    sync_outbox_record,
+)
 from memories.services.guarding import HeldExpiry, guard_decide, held_write_new
+from memories.services.locks import users_lock
 from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
 
 # The largest version a PositiveIntegerField holds on every database.
@@ -40,6 +46,11 @@ IMPORT_MAX_VERSION = DATABASE_MAX_VERSION - 1
 IMPORT_CLOCK_SKEW = timedelta(minutes=5)
 # Keys looked up per query when an import checks which entries exist.
 IMPORT_LOOKUP_SIZE = 500
+# How often a chunk is tried when a concurrent write made it fail (on PostgreSQL: an agent creating one of
+# its keys between the chunk's look at what exists and its insert, or a deadlock).
+IMPORT_ATTEMPTS = 5
+# PostgreSQL's codes for those failures: unique_violation, deadlock_detected, serialization_failure.
+CONCURRENT_WRITE_SQLSTATES = frozenset({"23505", "40P01", "40001"})
 # SQLite's search indexes (FTS5), merged after a bulk import.
 SQLITE_SEARCH_INDEXES = (FTS_TABLE, WORDS_TABLE)
 
@@ -174,8 +185,8 @@ EVENT_IMPORT_COLUMNS = (
 BULK_INSERT_PARAMETERS = 30_000
 
 
-def _bulk_insert(table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """INSERT rows already in database form, in multi-row statements.
+def _bulk_insert(table: str, columns: tuple[str, ...], rows: list[tuple], *, suffix: str = "") -> list[tuple]:
+    """INSERT rows already in database form, in multi-row statements; what a RETURNING suffix returns.
 
     The import's hot path: building model instances and converting each value through its field,
     as bulk_create does, took most of an import's time; here only datetimes and JSON are converted
@@ -186,13 +197,42 @@ def _bulk_insert(table: str, columns: tuple[str, ...], rows: list[tuple]) -> Non
     column_list = ", ".join(quote(column) for column in columns)
     placeholders = "(" + ", ".join(["%s"] * len(columns)) + ")"
     rows_per_statement = BULK_INSERT_PARAMETERS // len(columns)
+    returned: list[tuple] = []
     with connection.cursor() as cursor:
         for start in range(0, len(rows), rows_per_statement):
             part = rows[start : start + rows_per_statement]
             cursor.execute(
-                f"INSERT INTO {quote(table)} ({column_list}) VALUES {', '.join([placeholders] * len(part))}",
+                f"INSERT INTO {quote(table)} ({column_list}) VALUES {', '.join([placeholders] * len(part))}{suffix}",
                 [value for row in part for value in row],
             )
+            if suffix:
+                returned.extend(cursor.fetchall())
+    return returned
+
+
+def _entries_insert(rows: list[tuple]) -> set[tuple[str, str]]:
+    """Insert new entries (rows of ENTRY_IMPORT_COLUMNS); the (uid, key) of those inserted.
+
+    On PostgreSQL a writer can create one of these keys after the import looked (a key that does not
+    exist yet cannot be locked): that row is left out (ON CONFLICT DO NOTHING, which waits for that
+    writer to finish) and the caller updates the entry the writer made. SQLite's IMMEDIATE transaction
+    holds the write lock from BEGIN, so every row is inserted there.
+    """
+    connection = transaction.get_connection()
+    if connection.vendor != "postgresql":
+        _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, rows)
+        return {(row[1], row[2]) for row in rows}
+    quote = connection.ops.quote_name
+    identity = ", ".join(quote(column) for column in ENTRY_IDENTITY_COLUMNS)
+    suffix = f" ON CONFLICT ({identity}) DO NOTHING RETURNING {quote('uid')}, {quote('key')}"
+    return {
+        (uid, key) for uid, key in _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, rows, suffix=suffix)
+    }
+
+
+class _EntryVanished(Exception):
+    """A key the import found created by a concurrent writer was removed again before the import could update
+    it: the chunk is tried again (entries_import)."""
 
 
 def _import_round(
@@ -218,12 +258,44 @@ def _import_round(
         return None if value is None else meta_field.get_db_prep_save(value, connection)
 
     db_now = as_db_time(now)
-    new_rows: list[tuple] = []
     event_rows: list[tuple] = []
     changed_entries: list[MemoryEntry] = []
     created_entries: list[MemoryEntry] = []
     text_changed: list[MemoryEntry] = []
     made_local: list[MemoryEntry] = []
+    # The entries to create: (row, the entry as the sync outbox reads it, its create event's row), by identity.
+    creating: dict[tuple[str, str], tuple[tuple, MemoryEntry, tuple]] = {}
+
+    def update(record: ImportRecord, entry: MemoryEntry) -> None:
+        privacy = record.privacy or entry.privacy
+        if (entry.value, entry.kind, entry.meta, entry.privacy, entry.expires) == (
+            record.value,
+            record.kind,
+            record.meta,
+            privacy,
+            record.expires,
+        ):
+            counts.unchanged += 1
+            return
+        event_rows.append(
+            (owner.pk, record.uid, record.key, MemoryEvent.Action.UPDATE.value,
+             max(entry.version + 1, record.version or 1), entry.value, record.value, entry.kind, record.kind,
+             as_db_json(entry.meta), as_db_json(record.meta), entry.privacy, privacy, as_db_time(entry.created),
+             None, actor_id, db_now)
+        )  # fmt: skip
+        # a local entry made shared may have had no vector (a remote provider is never given one)
+        if entry.value != record.value or (entry.privacy == Privacy.LOCAL and privacy != Privacy.LOCAL):
+            text_changed.append(entry)
+        if privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL:
+            made_local.append(entry)
+        entry.value, entry.kind, entry.meta, entry.privacy = record.value, record.kind, record.meta, privacy
+        entry.guard_flags = record.guard_flags
+        entry.expires = record.expires
+        entry.value_folded = fold(record.value)
+        entry.version = max(entry.version + 1, record.version or 1)
+        entry.updated = now
+        changed_entries.append(entry)
+
     for identity, record in latest.items():
         entry = existing.get(identity)
         if entry is None:
@@ -233,13 +305,14 @@ def _import_round(
             version = _new_entry_version(record, latest_events.get(identity))
             meta = as_db_json(record.meta)
             session_id = new_honcho_session_id()
-            new_rows.append(
-                (owner.pk, record.uid, record.key, record.value, record.kind, meta, privacy,
-                 as_db_time(created), as_db_time(updated), version, session_id,
-                 fold(record.key), fold(record.value), record.guard_flags, as_db_time(record.expires))
+            row = (
+                owner.pk, record.uid, record.key, record.value, record.kind, meta, privacy,
+                as_db_time(created), as_db_time(updated), version, session_id,
+                fold(record.key), fold(record.value), record.guard_flags, as_db_time(record.expires),
             )  # fmt: skip
             # What the sync outbox reads of a created entry: its identity, version and session.
-            created_entries.append(
+            creating[identity] = (
+                row,
                 MemoryEntry(
                     owner_id=owner.pk,
                     uid=record.uid,
@@ -250,51 +323,36 @@ def _import_round(
                     privacy=privacy,
                     version=version,
                     honcho_session_id=session_id,
-                )
-            )
-            event_rows.append(
+                ),
                 (owner.pk, record.uid, record.key, MemoryEvent.Action.CREATE.value, version, None, record.value,
-                 None, record.kind, None, meta, None, privacy, None, None, actor_id, db_now)
+                 None, record.kind, None, meta, None, privacy, None, None, actor_id, db_now),
             )  # fmt: skip
             continue
-        privacy = record.privacy or entry.privacy
-        if (entry.value, entry.kind, entry.meta, entry.privacy, entry.expires) == (
-            record.value,
-            record.kind,
-            record.meta,
-            privacy,
-            record.expires,
-        ):
-            counts.unchanged += 1
-        else:
-            event_rows.append(
-                (owner.pk, record.uid, record.key, MemoryEvent.Action.UPDATE.value,
-                 max(entry.version + 1, record.version or 1), entry.value, record.value, entry.kind, record.kind,
-                 as_db_json(entry.meta), as_db_json(record.meta), entry.privacy, privacy, as_db_time(entry.created),
-                 None, actor_id, db_now)
-            )  # fmt: skip
-            # a local entry made shared may have had no vector (a remote provider is never given one)
-            if entry.value != record.value or (entry.privacy == Privacy.LOCAL and privacy != Privacy.LOCAL):
-                text_changed.append(entry)
-            if privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL:
-                made_local.append(entry)
-            entry.value, entry.kind, entry.meta, entry.privacy = record.value, record.kind, record.meta, privacy
-            entry.guard_flags = record.guard_flags
-            entry.expires = record.expires
-            entry.value_folded = fold(record.value)
-            entry.version = max(entry.version + 1, record.version or 1)
-            entry.updated = now
-            changed_entries.append(entry)
-    counts.created += len(new_rows)
-    counts.updated += len(changed_entries)
+        update(record, entry)
     if dry_run:
+        counts.created += len(creating)
+        counts.updated += len(changed_entries)
         # What a later round of the same chunk would find: the entries as this round left them.
-        for entry in created_entries:
+        for _, entry, _ in creating.values():
             overlay[(entry.uid, entry.key)] = entry
         for entry in changed_entries:
             overlay[(entry.uid, entry.key)] = entry
         return
-    _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, new_rows)
+    inserted = _entries_insert([row for row, _, _ in creating.values()])
+    for identity, (_, entry, event_row) in creating.items():
+        if identity in inserted:
+            created_entries.append(entry)
+            event_rows.append(event_row)
+    # Keys a concurrent writer created after this round looked: their entries are updated as any existing one.
+    collided = [identity for identity in creating if identity not in inserted]
+    if collided:
+        found = _existing_entries(owner=owner, identities=collided, lock=True)
+        for identity in collided:
+            if identity not in found:
+                raise _EntryVanished(identity)
+            update(latest[identity], found[identity])
+    counts.created += len(created_entries)
+    counts.updated += len(changed_entries)
     privacy_withdraw(owner=owner, entries=made_local)
     if changed_entries:
         MemoryEntry.objects.bulk_update(
@@ -344,6 +402,11 @@ def entries_import(
     imported can be exported and imported again. Each record passes the write guard as a put does:
     flagged ones are stored marked, and held ones become HeldWrites (counted in ImportCounts.held),
     not entries. dry_run counts and writes nothing.
+
+    The chunk takes the lock of each of its users first, as a batch does (memories.services.locks). When a
+    concurrent write made it fail on PostgreSQL (an agent created one of its keys after it looked, or a
+    deadlock), nothing of it stayed, and it is tried again, up to IMPORT_ATTEMPTS times, reading what
+    exists then: the key the agent created is updated as any existing one, both changes in its history.
     """
     counts = ImportCounts()
     # Round n holds the n-th record of each (uid, key): rounds run in order, so a key written twice
@@ -396,22 +459,46 @@ def entries_import(
     now = timezone.now()
     actor_id = actor.pk if actor is not None else owner.pk
     default_privacy = account_default_privacy(owner)
-    overlay: dict[tuple[str, str], MemoryEntry] = {}
-    with transaction.atomic():
-        if held and not dry_run:
-            HeldWrite.objects.bulk_create(held)
-        for latest in rounds:
-            _import_round(
-                owner=owner,
-                latest=latest,
-                actor_id=actor_id,
-                default_privacy=default_privacy,
-                now=now,
-                counts=counts,
-                dry_run=dry_run,
-                overlay=overlay,
-            )
-    return counts
+    # Only a transaction of its own can be tried again: inside the caller's, an error ends the caller's too.
+    attempts = 1 if transaction.get_connection().in_atomic_block else IMPORT_ATTEMPTS
+    for attempt in range(1, attempts + 1):
+        # What the rounds count starts again with each try (a copy: the refused and held records stay counted).
+        written = replace(counts)
+        overlay: dict[tuple[str, str], MemoryEntry] = {}
+        try:
+            with transaction.atomic():
+                if not dry_run:
+                    users_lock(owner=owner, uids=[uid for latest in rounds for uid, _ in latest])
+                if held and not dry_run:
+                    for each in held:
+                        each.pk = None  # numbered again: a failed try's rows were rolled back
+                    HeldWrite.objects.bulk_create(held)
+                for latest in rounds:
+                    _import_round(
+                        owner=owner,
+                        latest=latest,
+                        actor_id=actor_id,
+                        default_privacy=default_privacy,
+                        now=now,
+                        counts=written,
+                        dry_run=dry_run,
+                        overlay=overlay,
+                    )
+        except (IntegrityError, OperationalError, _EntryVanished) as error:
+            if attempt == attempts or not _lost_a_race(error):
+                raise
+            continue
+        return written
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _lost_a_race(error: Exception) -> bool:
+    """Whether the chunk failed on a concurrent write (PostgreSQL): a key another writer created after the
+    chunk looked (a unique violation), or a deadlock or serialization failure. Trying again then reads what
+    that writer left."""
+    if isinstance(error, _EntryVanished):
+        return True
+    return getattr(error.__cause__, "sqlstate", None) in CONCURRENT_WRITE_SQLSTATES
 
 
 # Lines of a backup restored per round of checks and inserts (all rounds are one transaction).
@@ -856,6 +943,10 @@ def search_statistics_refresh() -> None:
             # The word statistics just made weigh the next searches of this process at once.
             word_statistics_clear()
         else:
-            cursor.execute("PRAGMA optimize")
+            # In a transaction of its own, which takes the writers' turn from its BEGIN (memoryhub.sqlite): in
+            # autocommit PRAGMA optimize read first and, once another writer had committed, could not write
+            # its statistics ("database is locked" at once, SQLite's busy timeout not waited).
+            with transaction.atomic():
+                cursor.execute("PRAGMA optimize")
             for index in SQLITE_SEARCH_INDEXES:
                 cursor.execute(f"INSERT INTO {index}({index}) VALUES ('optimize')")
