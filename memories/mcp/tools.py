@@ -176,6 +176,23 @@ def _arguments_message(tool: str, error: ValidationError, arguments: dict[str, A
 _SHOULD_BE = "input should be "
 
 
+def _unknown_arguments(tool: str, arguments: dict[str, Any], schema: dict[str, Any] | None) -> str:
+    """The refusal of arguments the tool does not take ("" when there are none).
+
+    The SDK would drop them unread, so a misnamed argument would not be an error but its default:
+    `remember` with "user" for "uid" would store the memory about the user "default".
+    """
+    if schema is None:
+        return ""  # an unknown tool, which the SDK refuses by name
+    taken = list(schema.get("properties", {}))
+    unknown = [name for name in arguments if name not in taken]
+    if not unknown:
+        return ""
+    problems = " ".join(f"Invalid argument `{name}`: {tool} has no such argument." for name in unknown)
+    fields = ", ".join(f"`{name}`" for name in unknown)
+    return f"{problems} {tool} takes {', '.join(taken)}. Change {fields} and call {tool} again."
+
+
 class LineSource(Protocol):
     """The client's messages, one JSON-RPC message a line."""
 
@@ -205,6 +222,8 @@ class HubMCPServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
+        if unknown := _unknown_arguments(name, arguments, self._tool_input_schema(name)):
+            raise ToolError(unknown)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:

@@ -10,6 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from memories import services
 from memories.embeddings.store import embeddings_process_pending
 from memories.mcp.tools import build_server
+from memories.models import MemoryEntry
 from memories.search import hybrid
 
 SEARCH_FIELDS = ("score", "matched_terms", "lexical_rank", "semantic_similarity", "relevant")
@@ -119,6 +120,18 @@ def test_an_argument_of_several_allowed_types_is_named_as_sent_with_what_it_may_
 def test_a_tools_own_refusal_reads_as_the_schemas_do(call, name, arguments, said):
     # One form for every tool error, the one docs/AGENTS.md shows: no "Error executing tool NAME: " before some.
     assert _error(call, name, arguments).startswith(said)
+
+
+def test_a_misnamed_argument_is_refused_not_dropped_for_its_default(owner, call):
+    # "user" for "uid": dropped unread, the memory would be about the user "default".
+    message = _error(call, "remember", {"user": "bob", "key": "language", "value": "prefers Python"})
+
+    assert message == (
+        "Invalid argument `user`: remember has no such argument. remember takes key, value, uid, kind, meta, "
+        "expected_version, privacy, ttl. Change `user` and call remember again."
+    )
+    assert not MemoryEntry.objects.filter(owner=owner).exists()
+    assert "Invalid argument `q`: context has no such argument." in _error(call, "context", {"uid": "bob", "q": "x"})
 
 
 @pytest.fixture
