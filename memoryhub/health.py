@@ -12,6 +12,9 @@ from memories.work import work_status
 
 logger = logging.getLogger(__name__)
 
+# Served ahead of ALLOWED_HOSTS and SECURE_SSL_REDIRECT (memoryhub.middleware.HealthCheckMiddleware).
+HEALTH_PATH = "/healthz"
+
 
 @require_safe
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -1,4 +1,4 @@
-"""Logging pieces: the development server's access log without query strings."""
+"""Logging pieces: the development server's access log without query strings, and one-line refusals."""
 
 import logging
 
@@ -16,4 +16,14 @@ class WithoutQueryStrings(logging.Filter):
             method, _, rest = request_line.partition(" ")
             target, space, protocol = rest.rpartition(" ") if " " in rest else (rest, "", "")
             record.args = (f"{method} {target.split('?', 1)[0]}{space}{protocol}", *record.args[1:])
+        return True
+
+
+class WithoutTraceback(logging.Filter):
+    """Keeps a record's message and drops its traceback: for refusals whose cause the message says
+    whole (a Host header not in ALLOWED_HOSTS), where Django's frames would bury it in the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
         return True

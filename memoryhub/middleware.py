@@ -14,6 +14,30 @@ from django.utils import timezone
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
+class HealthCheckMiddleware:
+    """Answers GET /healthz ahead of the host check and the HTTPS redirect.
+
+    A load balancer, or `curl http://127.0.0.1:8000/healthz` on the hub's own machine, asks by the
+    server's address over plain HTTP. With the production settings (ALLOWED_HOSTS naming only the
+    public host, SECURE_SSL_REDIRECT) Django would answer it 400 or 301 and never say whether the hub
+    is well. The health check builds no link from the Host header and shows no account's data, so it
+    needs neither check; it keeps the headers every answer has (SecurityHeadersMiddleware). Every other
+    path goes through both checks as before.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        from memoryhub.health import HEALTH_PATH, healthz  # after the apps are ready: it reads the models
+
+        self.get_response = get_response
+        self.path = HEALTH_PATH
+        self.healthz = SecurityHeadersMiddleware(healthz)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info == self.path:
+            return self.healthz(request)
+        return self.get_response(request)
+
+
 class RequestBodyLimitMiddleware:
     """Refuses a request whose body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE (MEMORYHUB_MAX_BODY_BYTES)
     with 413, before anything reads it.

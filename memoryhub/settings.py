@@ -89,6 +89,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memoryhub.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.middleware.RequestSanityMiddleware",
     "memoryhub.middleware.RequestBodyLimitMiddleware",
@@ -399,7 +400,10 @@ X_FRAME_OPTIONS = "DENY"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"without_query_strings": {"()": "memoryhub.logs.WithoutQueryStrings"}},
+    "filters": {
+        "without_query_strings": {"()": "memoryhub.logs.WithoutQueryStrings"},
+        "without_traceback": {"()": "memoryhub.logs.WithoutTraceback"},
+    },
     "formatters": {
         "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"}
     },
@@ -413,6 +417,13 @@ LOGGING = {
         # their problems are worth a line.
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
+        # A request naming a host the hub does not serve (a scanner asking by IP address, a proxy not
+        # passing the Host on): one line naming the host, not a traceback of Django's own frames.
+        "django.security.DisallowedHost": {
+            "handlers": ["console"],
+            "filters": ["without_traceback"],
+            "propagate": False,
+        },
         # The development server's access log (`make run`), without query strings.
         "django.server": {
             "handlers": ["django.server"],
