@@ -9,7 +9,9 @@ same database converters, the same state (saved, in this database).
 
 import functools
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
@@ -164,27 +166,117 @@ def entry_from_row(row: Sequence[Any]) -> MemoryEntry:
     return entries_from_rows([row])[0]
 
 
+@dataclass(frozen=True)
+class Following:
+    """A row that row_insert (row_update) inserts with a new (changed) row, and only when that row is written:
+    `instance`, whose field named `takes_key` (when given) is set to the written row's primary key. With
+    `replaces`, a row already there with the same primary key takes these fields from it instead."""
+
+    instance: Model
+    takes_key: str | None = None
+    replaces: tuple[str, ...] = ()
+
+
 @functools.lru_cache(maxsize=16)
-def _insert_sql(model: type[Model], vendor: str, conflict: tuple[str, ...]) -> tuple[str, tuple[Field, ...]]:
+def _insert_sql(
+    model: type[Model], vendor: str, conflict: tuple[str, ...], replaces: tuple[str, ...] = ()
+) -> tuple[str, tuple[Field, ...]]:
     """INSERT of one new row of model (every concrete field but its auto primary key) returning that key,
-    with ON CONFLICT (conflict) DO NOTHING when conflict names columns; and the fields in VALUES' order."""
+    with ON CONFLICT (conflict) DO NOTHING when conflict names columns, or when replaces names fields, ON
+    CONFLICT on the primary key DO UPDATE those fields; and the fields in VALUES' order."""
     meta = model._meta
-    fields = tuple(
+    fields = _inserted_fields(model)
+    columns = ", ".join(quote(str(field.column)) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    on_conflict = _on_conflict(model, conflict, replaces)
+    returning = quote(str(meta.pk.column))
+    sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders}){on_conflict} RETURNING {returning}"
+    return sql, fields
+
+
+def _inserted_fields(model: type[Model]) -> tuple[Field, ...]:
+    meta = model._meta
+    return tuple(
         field
         for field in meta.local_concrete_fields
         if field is not meta.auto_field and not getattr(field, "generated", False)
     )
-    columns = ", ".join(quote(str(field.column)) for field in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    on_conflict = f" ON CONFLICT ({', '.join(quote(column) for column in conflict)}) DO NOTHING" if conflict else ""
-    returning = quote(str(meta.pk.column))
-    return (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders}){on_conflict} RETURNING {returning}",
-        fields,
-    )
 
 
-def row_insert(instance: Model, *, unless_conflict_on: tuple[str, ...] = ()) -> bool:
+def _on_conflict(model: type[Model], conflict: tuple[str, ...], replaces: tuple[str, ...]) -> str:
+    if conflict:
+        return f" ON CONFLICT ({', '.join(quote(column) for column in conflict)}) DO NOTHING"
+    if replaces:
+        columns = [quote(str(_concrete_field(model, name).column)) for name in replaces]
+        updates = ", ".join(f"{column} = excluded.{column}" for column in columns)
+        return f" ON CONFLICT ({quote(str(model._meta.pk.column))}) DO UPDATE SET {updates}"
+    return ""
+
+
+def _concrete_field(model: type[Model], name: str) -> Field:
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field) or not field.concrete:
+        raise ValueError(f"{model.__name__}.{name} is not a column")
+    return field
+
+
+@functools.lru_cache(maxsize=16)
+def _update_sql(model: type[Model], fields: tuple[str, ...]) -> tuple[str, tuple[Field, ...]]:
+    """UPDATE of these fields of one row, found by its primary key, returning that key; and the fields."""
+    meta = model._meta
+    updated = tuple(_concrete_field(model, name) for name in fields)
+    assignments = ", ".join(f"{quote(str(field.column))} = %s" for field in updated)
+    pk = quote(str(meta.pk.column))
+    return f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {pk} = %s RETURNING {pk}", updated
+
+
+@functools.lru_cache(maxsize=16)
+def _with_following_sql(
+    first: str, model: type[Model], following: tuple[tuple[type[Model], str | None, tuple[str, ...]], ...]
+) -> str:
+    """PostgreSQL: the statement `first` (an INSERT or UPDATE of one row of model, returning its key) and, as
+    data-modifying WITH queries of the same statement, one INSERT per following row, each selecting from
+    first's row (so nothing follows a row not written); the statement returns the primary keys, first's
+    row's first (NULL when it wrote none)."""
+    written = quote("written")
+    key = f"{written}.{quote(str(model._meta.pk.column))}"
+    parts = [f"{written} AS ({first})"]
+    keys = [f"(SELECT {key} FROM {written})"]
+    for index, (follower, takes_key, replaces) in enumerate(following):
+        name = quote(f"following_{index}")
+        meta = follower._meta
+        fields = _inserted_fields(follower)
+        # Selected values have no column to take their type from, as VALUES' do: each is cast to its column's.
+        selected = ", ".join(key if field.name == takes_key else f"CAST(%s AS {_cast_type(field)})" for field in fields)
+        columns = ", ".join(quote(str(field.column)) for field in fields)
+        pk = quote(str(meta.pk.column))
+        parts.append(
+            f"{name} AS (INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {selected} FROM {written}"
+            f"{_on_conflict(follower, (), replaces)} RETURNING {pk})"
+        )
+        keys.append(f"(SELECT {pk} FROM {name})")
+    return f"WITH {', '.join(parts)} SELECT {', '.join(keys)}"
+
+
+def _cast_type(field: Field) -> str:
+    # A value too long for its column fails on assignment; a cast to varchar(n) would cut it silently.
+    return re.sub(r"^(character varying|varchar)\(\d+\)$", "varchar", str(field.db_type(connection)))
+
+
+def _prepared(instance: Model, fields: Sequence[Field], *, leave_out: str | None = None, add: bool = True) -> list[Any]:
+    return [
+        field.get_db_prep_save(field.pre_save(instance, add), connection) for field in fields if field.name != leave_out
+    ]
+
+
+def _saved(instance: Model, pk: object) -> None:
+    instance.pk = pk
+    instance._state.adding, instance._state.db = False, connection.alias
+
+
+def row_insert(
+    instance: Model, *, unless_conflict_on: tuple[str, ...] = (), following: Sequence[Following] = ()
+) -> bool:
     """Insert a new instance, as instance.save(force_insert=True) would, in one statement of SQL written once
     per model: each field's pre_save (a folded copy, say) and database preparation, the new primary key set on
     it, the instance then saved in this database. Sends no pre_save or post_save signal: for the write path's
@@ -193,16 +285,52 @@ def row_insert(instance: Model, *, unless_conflict_on: tuple[str, ...] = ()) -> 
     unless_conflict_on: columns of a unique constraint; when a row with the same values is there already
     (a concurrent writer's, on PostgreSQL), nothing is inserted and False is returned, with no error to
     roll back (ON CONFLICT DO NOTHING: no savepoint needed). True when the row was inserted.
+
+    following: rows inserted after it, and only when it is inserted (its history event, say), each with its
+    primary key set. On PostgreSQL they go in the same statement, so a write pays one round trip for them
+    all; on SQLite, where a statement is a call into the same process, one statement each.
     """
-    if instance.pk is not None:
-        raise ValueError(f"{instance!r} has its primary key already: row_insert inserts new rows only")
+    if not instance._state.adding:
+        raise ValueError(f"{instance!r} is saved already: row_insert inserts new rows only")
     sql, fields = _insert_sql(type(instance), connection.vendor, unless_conflict_on)
-    values = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
+    return _written(instance, sql, _prepared(instance, fields), following)
+
+
+def row_update(instance: Model, fields: Sequence[str], *, following: Sequence[Following] = ()) -> bool:
+    """Save these fields of a saved instance, as instance.save(update_fields=fields) would, in one statement of
+    SQL written once per set of fields (each field's pre_save and database preparation), and insert the
+    following rows after it, as row_insert does (on PostgreSQL in the same statement). Sends no signal. False,
+    writing nothing, when its row is gone."""
+    if instance._state.adding:
+        raise ValueError(f"{instance!r} is not saved: row_update changes saved rows only")
+    sql, updated = _update_sql(type(instance), tuple(fields))
+    values = _prepared(instance, updated, add=False)
+    values.append(instance._meta.pk.get_db_prep_value(instance.pk, connection))
+    return _written(instance, sql, values, following)
+
+
+def _written(instance: Model, sql: str, values: list[Any], following: Sequence[Following]) -> bool:
+    """Run sql, which writes instance's row (or none) and returns its key, with the following rows."""
+    if following and connection.vendor == "postgresql":
+        specs = tuple((type(row.instance), row.takes_key, row.replaces) for row in following)
+        sql = _with_following_sql(sql, type(instance), specs)
+        for row in following:
+            values += _prepared(row.instance, _inserted_fields(type(row.instance)), leave_out=row.takes_key)
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         returned = cursor.fetchone()
-    if returned is None:
+    if returned is None or returned[0] is None:
         return False
-    instance.pk = returned[0]
-    instance._state.adding, instance._state.db = False, connection.alias
+    _saved(instance, returned[0])
+    for index, row in enumerate(following):
+        if row.takes_key is not None:
+            setattr(row.instance, row.takes_key, instance)
+        if len(returned) > 1:
+            _saved(row.instance, returned[1 + index])
+        else:
+            # SQLite: one statement each (no round trip to save).
+            follower_sql, follower_fields = _insert_sql(type(row.instance), connection.vendor, (), row.replaces)
+            with connection.cursor() as cursor:
+                cursor.execute(follower_sql, _prepared(row.instance, follower_fields))
+                _saved(row.instance, cursor.fetchone()[0])
     return True

@@ -49,6 +49,20 @@ def _mark_sql(vendor: str, rows: int) -> str:
     )
 
 
+# What a vector row already there takes from embedding_wanted_row's when the entry's text changes.
+WANTED_AGAIN = ("wanted_version", "pending", "claimed_until")
+
+
+def embedding_wanted_row(entry: MemoryEntry) -> EntryEmbedding | None:
+    """The pending vector row an entry gets when created, or when its text changes (a row already there takes
+    WANTED_AGAIN from it), for the caller to write with the entry (None when it gets none): as
+    embedding_mark_stale marks it, with embeddings off nothing, and with a remote provider nothing for a local
+    entry. Its entry is set on insert."""
+    if settings.MEMORYHUB_EMBEDDINGS == "off" or (embeddings_remote() and entry.privacy == Privacy.LOCAL):
+        return None
+    return EntryEmbedding(owner_id=entry.owner_id, uid=entry.uid, wanted_version=entry.version, pending=True)
+
+
 def embedding_mark_stale(entries: Sequence[MemoryEntry]) -> None:
     """Mark these entries' vectors as wanted again: call it in the transaction that changed their text.
 

@@ -24,7 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories import outbox
-from memories.embeddings.store import embedding_mark_stale, embedding_withdraw
+from memories.embeddings.store import WANTED_AGAIN, embedding_mark_stale, embedding_wanted_row, embedding_withdraw
 from memories.models import (
     DEFAULT_KIND,
     PROBE_USERNAME,
@@ -35,7 +35,7 @@ from memories.models import (
     SyncTask,
     new_honcho_session_id,
 )
-from memories.rows import entry_columns, entry_from_row, quote, row_insert
+from memories.rows import Following, entry_columns, entry_from_row, quote, row_insert, row_update
 from memories.selectors import account_policy
 from memories.services.guarding import (
     KEEPS_EXPIRY,
@@ -160,14 +160,21 @@ def held_expiry(*, ttl: object, expires: object) -> HeldExpiry:
     return HeldExpiry(expires=expires)
 
 
-def _insert(entry: MemoryEntry) -> bool:
-    """Insert a new entry; False, inserting nothing, when a concurrent writer inserted the same (owner, uid, key)
-    between our read and our insert, which can happen on PostgreSQL (a row that does not exist yet cannot be
-    locked). One statement: INSERT ... ON CONFLICT DO NOTHING, so there is no error to roll back and no
-    savepoint. (SQLite's IMMEDIATE transactions, settings.SQLITE_OPTIONS, hold the write lock from BEGIN: no
-    other writer inserts in between there.)
+def _insert_created(entry: MemoryEntry, *, actor: User | None) -> bool:
+    """Insert a new entry with its "create" event and, when vectors are wanted, its pending vector row; False,
+    inserting nothing, when a concurrent writer inserted the same (owner, uid, key) between our read and our
+    insert, which can happen on PostgreSQL (a row that does not exist yet cannot be locked).
+
+    INSERT ... ON CONFLICT DO NOTHING, so there is no error to roll back and no savepoint; on PostgreSQL the
+    event and the vector row go in the same statement (memories.rows.row_insert). (SQLite's IMMEDIATE
+    transactions, settings.SQLITE_OPTIONS, hold the write lock from BEGIN: no other writer inserts in between
+    there.)
     """
-    return row_insert(entry, unless_conflict_on=ENTRY_IDENTITY_COLUMNS)
+    following = [Following(_event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None))]
+    wanted = embedding_wanted_row(entry)
+    if wanted is not None:
+        following.append(Following(wanted, takes_key="entry"))
+    return row_insert(entry, unless_conflict_on=ENTRY_IDENTITY_COLUMNS, following=following)
 
 
 def _last_version(*, owner: User, uid: str, key: str) -> int:
@@ -365,12 +372,16 @@ def _apply_change(
         fields.append("guard_flags")
     entry.version += 1
     entry.updated = timezone.now()
-    entry.save(update_fields=fields)
-    row_insert(_event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before))
-    sync_outbox_record(owner=owner, entries=[entry])
+    # The change, its "update" event and (when its text changed) its vector's mark: on PostgreSQL one statement.
+    following = [Following(_event(entry, action=MemoryEvent.Action.UPDATE, actor=actor, before=before))]
     # A local entry made shared may have had no vector (a remote provider is never given one).
     if entry.value != before.value or (before.privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL):
-        embedding_mark_stale([entry])
+        wanted = embedding_wanted_row(entry)
+        if wanted is not None:
+            following.append(Following(wanted, takes_key="entry", replaces=WANTED_AGAIN))
+    if not row_update(entry, fields, following=following):
+        raise IntegrityError(f"{entry.uid}/{entry.key} was removed while locked; nothing was written")
+    sync_outbox_record(owner=owner, entries=[entry])
     return PutResult(entry=entry, created=False, changed=True)
 
 
@@ -493,7 +504,7 @@ def _put_locked(
             honcho_session_id=new_honcho_session_id(),
             guard_flags=decision.flags,
         )
-        if not _insert(entry):
+        if not _insert_created(entry, actor=actor):
             # A concurrent writer created the same entry between our read and our insert
             # (possible on PostgreSQL): apply this write on top of theirs, unless it was to create only.
             entry = _locked_entry(owner=owner, uid=uid, key=key)
@@ -501,9 +512,7 @@ def _put_locked(
                 raise IntegrityError(f"{uid}/{key} was created and removed by concurrent writes; nothing was written")
             _check_expected(entry, expected_version)
         else:
-            row_insert(_event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None))
             sync_outbox_record(owner=owner, entries=[entry])
-            embedding_mark_stale([entry])
             return PutResult(entry=entry, created=True, changed=True)
     return _apply_change(
         entry,

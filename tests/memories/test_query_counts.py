@@ -4,6 +4,7 @@ import pytest
 from django.db import connection
 
 from memories import services
+from memories.models import EntryEmbedding, MemoryEntry, MemoryEvent
 from memories.search import lexical
 
 
@@ -52,11 +53,26 @@ def test_a_put_that_creates_an_entry_reads_once_and_writes_twice(owner_api, djan
     owner_api.get("/api/v1/users/alice/memories/")
     # 1. savepoint (the test's transaction holds BEGIN), 2. the entry, locked, with its key's last version
     # in the history, 3. its INSERT (ON CONFLICT DO NOTHING: a concurrent create of the key is possible on
-    # PostgreSQL), 4. its history event, 5. release
-    with django_assert_num_queries(5):
+    # PostgreSQL), 4. its history event (on PostgreSQL in the INSERT's statement), 5. release
+    with django_assert_num_queries(5 if connection.vendor == "sqlite" else 4):
         response = owner_api.put("/api/v1/users/alice/memories/tea", {"value": "green"}, format="json")
     assert response.status_code == 201
     assert response.json()["version"] == 1
+
+
+def test_with_embeddings_on_a_created_entry_is_marked_for_its_vector_in_the_same_statement_on_postgresql(
+    owner, owner_api, settings, django_assert_num_queries
+):
+    settings.MEMORYHUB_EMBEDDINGS = "local"
+    owner_api.get("/api/v1/users/alice/memories/")
+    # As above, and the entry's pending vector row: a statement of its own on SQLite, in the INSERT's on PostgreSQL.
+    with django_assert_num_queries(6 if connection.vendor == "sqlite" else 4):
+        response = owner_api.put("/api/v1/users/alice/memories/tea", {"value": "green"}, format="json")
+    assert response.status_code == 201
+    entry = MemoryEntry.objects.get(owner=owner, uid="alice", key="tea")
+    assert EntryEmbedding.objects.filter(entry=entry, pending=True, wanted_version=1).exists()
+    (event,) = MemoryEvent.objects.filter(owner=owner, uid="alice", key="tea")
+    assert (event.action, event.version, event.value_after, event.actor_id) == ("create", 1, "green", owner.pk)
 
 
 def test_querying_takes_four_queries(owner_api, many_entries, django_assert_num_queries):

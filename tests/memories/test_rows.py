@@ -4,14 +4,14 @@ entry shown exactly as EntrySerializer shows it; a search's pages show each resu
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import DataError, connection, transaction
 from django.utils import timezone
 
 from memories import search, selectors, services
 from memories.api.serializers import EntrySerializer, SearchResultSerializer, entry_page_data, search_page_data
 from memories.filters import EntryFilter
-from memories.models import MemoryEntry, Privacy
-from memories.rows import entries_from_rows, entry_columns, quote, row_insert
+from memories.models import EntryEmbedding, MemoryEntry, MemoryEvent, Privacy
+from memories.rows import Following, entries_from_rows, entry_columns, quote, row_insert
 from memories.services.entries import ENTRY_IDENTITY_COLUMNS
 
 FIELDS = [field.attname for field in MemoryEntry._meta.concrete_fields]
@@ -139,6 +139,58 @@ def test_an_insert_that_meets_the_same_key_inserts_nothing_and_leaves_the_transa
 
     assert twin.pk is None
     assert MemoryEntry.objects.get(owner=owner, uid="alice", key="tea").value == "green"
+
+
+def _event(owner, key: str, value: str) -> MemoryEvent:
+    return MemoryEvent(
+        owner=owner, uid="alice", key=key, action="create", version=1, value_after=value, actor=owner, at=timezone.now()
+    )
+
+
+def test_rows_following_an_insert_go_in_with_it_and_take_its_key(owner, entries):
+    now = timezone.now()
+    entry = MemoryEntry(owner=owner, uid="alice", key="new", value="fresh", created=now, updated=now)
+    event = _event(owner, "new", "fresh")
+    vector = EntryEmbedding(owner_id=owner.pk, uid="alice", wanted_version=1)
+
+    assert row_insert(
+        entry,
+        unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
+        following=[Following(event), Following(vector, takes_key="entry")],
+    )
+
+    assert MemoryEvent.objects.get(pk=event.pk).value_after == "fresh"
+    stored_vector = EntryEmbedding.objects.get(entry=entry)
+    assert (stored_vector.uid, stored_vector.wanted_version, stored_vector.pending, stored_vector.model) == (
+        "alice",
+        1,
+        True,
+        "",
+    )
+    assert not event._state.adding and not vector._state.adding
+
+
+def test_rows_following_an_insert_that_meets_the_same_key_are_not_inserted(owner, entries):
+    now = timezone.now()
+    twin = MemoryEntry(owner=owner, uid="alice", key="tea", value="a concurrent write", created=now, updated=now)
+    event = _event(owner, "tea", "a concurrent write")
+
+    assert not row_insert(twin, unless_conflict_on=ENTRY_IDENTITY_COLUMNS, following=[Following(event)])
+
+    assert event.pk is None
+    assert not MemoryEvent.objects.filter(value_after="a concurrent write").exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite keeps text of any length in a varchar")
+def test_a_following_value_too_long_for_its_column_fails_rather_than_being_cut(owner, entries):
+    now = timezone.now()
+    entry = MemoryEntry(owner=owner, uid="alice", key="new", value="fresh", created=now, updated=now)
+    event = _event(owner, "k" * 1000, "fresh")
+
+    with pytest.raises(DataError), transaction.atomic():
+        row_insert(entry, unless_conflict_on=ENTRY_IDENTITY_COLUMNS, following=[Following(event)])
+
+    assert not MemoryEntry.objects.filter(owner=owner, key="new").exists()
 
 
 @pytest.fixture

@@ -151,7 +151,7 @@ def test_a_failure_while_recording_history_leaves_the_entry_untouched(owner):
 
     def disk_full_on_history(execute, sql, params, many, context):
         # The database refuses the history row, however the service writes it.
-        if sql.startswith(f"INSERT INTO {history_table}"):
+        if f"INSERT INTO {history_table}" in sql:
             raise DatabaseError("disk full")
         return execute(sql, params, many, context)
 

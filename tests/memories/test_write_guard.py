@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
 
@@ -226,8 +227,12 @@ def test_with_the_guard_off_nothing_is_scanned(owner):
 def test_a_clean_write_reads_no_policy(owner, django_assert_num_queries):
     services.entry_put(owner=owner, uid="alice", key="tea", value="first")
     # 1. savepoint, 2. the entry locked, 3. its update, 4. its history row, 5. the vector marked stale,
-    # 6. release: the same queries as without the guard (no read of the account's policy)
-    with override_settings(MEMORYHUB_WRITE_GUARD=False), django_assert_num_queries(6) as unguarded:
+    # 6. release (on PostgreSQL 4 and 5 are in 3's statement): the same queries as without the guard (no read
+    # of the account's policy)
+    with (
+        override_settings(MEMORYHUB_WRITE_GUARD=False),
+        django_assert_num_queries(6 if connection.vendor == "sqlite" else 4) as unguarded,
+    ):
         services.entry_put(owner=owner, uid="alice", key="tea", value="second")
     with django_assert_num_queries(len(unguarded.captured_queries)) as guarded:
         services.entry_put(owner=owner, uid="alice", key="tea", value=CLEAN)
