@@ -13,10 +13,18 @@ from django.db import connection
 
 from memories.models import MemoryEntry
 
+# The users of an account share this many locks: each user takes the one its uid falls in. PostgreSQL keeps
+# every lock in one table shared by all connections (about max_locks_per_transaction x max_connections, 6,400
+# by default), so an import of thousands of users takes at most this many; two users' batches that share a
+# lock only take turns.
+USER_LOCK_BUCKETS = 32
+
 
 def _user_lock_key(owner: User, uid: str) -> int:
-    """The advisory lock of one account's user: a signed 64-bit number from (owner, uid)."""
-    digest = hashlib.blake2b(f"memoryhub-user:{owner.pk}:{uid}".encode(), digest_size=8).digest()
+    """The advisory lock of one account's user: a signed 64-bit number from the account and the uid's bucket."""
+    uid_digest = hashlib.blake2b(uid.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    bucket = int.from_bytes(uid_digest) % USER_LOCK_BUCKETS
+    digest = hashlib.blake2b(f"memoryhub-user:{owner.pk}:{bucket}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -25,7 +33,8 @@ def users_lock(*, owner: User, uids: list[str]) -> None:
 
     Batches and imports take it before they touch any entry, so two of them on one user take turns. The
     locks are taken in one order (sorted), so two imports of several users never wait on each other in a
-    circle. Single writes do not take it: they hold one entry at a time, so they close no circle.
+    circle, and there are USER_LOCK_BUCKETS of them per account at most. Single writes do not take it: they
+    hold one entry at a time, so they close no circle.
     """
     if connection.vendor != "postgresql":
         return

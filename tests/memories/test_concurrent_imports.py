@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from memories import services
 from memories.models import MemoryEntry, MemoryEvent
 from memories.services import imports as imports_module
+from memories.services.locks import USER_LOCK_BUCKETS
 
 only_postgresql = pytest.mark.skipif(
     connection.vendor != "postgresql",
@@ -104,3 +105,27 @@ def test_the_statistics_refresh_after_an_import_waits_for_a_writer_to_finish(own
 
     assert errors == []
     assert MemoryEntry.objects.filter(owner=owner).count() == 301
+
+
+@only_postgresql
+@pytest.mark.django_db
+def test_an_import_of_many_users_takes_a_bounded_number_of_locks(owner, monkeypatch):
+    # PostgreSQL keeps every lock a transaction takes in one table shared by all connections (about
+    # max_locks_per_transaction x max_connections: 6,400 by default); a lock for each of a chunk's 5,000 users
+    # would leave the hub's other requests "out of shared memory", and a larger --chunk-size fail the import.
+    real_round = imports_module._import_round
+    held: list[int] = []
+
+    def round_counting_locks(**arguments: object) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+            held.append(cursor.fetchone()[0])
+        real_round(**arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(imports_module, "_import_round", round_counting_locks)
+    records = [services.ImportRecord(uid=f"user{number}", key="k", value="v") for number in range(1000)]
+
+    counts = services.entries_import(owner=owner, records=records)
+
+    assert counts.created == 1000
+    assert 1 <= max(held) <= USER_LOCK_BUCKETS
