@@ -1,4 +1,4 @@
-"""A uid or key of 255 characters with no space in it: every page still fits the screen's width.
+"""A uid or key of 255 characters with no space in it: every page, the admin's too, still fits the screen's width.
 
 Such names are valid (1 to 255 characters, any but control characters), and an agent may well write
 a hash, a URL or a base64 id as a key. Unbroken, one would push the page (a breadcrumb, the message
@@ -8,10 +8,11 @@ after a save, the Forget button, a confirmation) or a table (the held writes' Ap
 from urllib.parse import urlencode
 
 import pytest
+from django.urls import reverse
 from playwright.sync_api import Browser, Page
 
 from memories import services
-from memories.models import GuardMode
+from memories.models import GuardMode, HeldWrite, MemoryEntry, MemoryEvent
 from tests.support.browser import DESKTOP, PHONE, log_in, open_page
 
 pytestmark = pytest.mark.browser
@@ -87,3 +88,29 @@ def test_a_reviewer_reaches_approve_without_scrolling_sideways(page: Page, staff
 
     approve = page.get_by_role("button", name="Approve").bounding_box()
     assert approve is not None and approve["x"] + approve["width"] <= DESKTOP["width"]
+
+
+def test_the_admins_pages_of_a_long_uid_and_key_fit_the_screen(page: Page, staff, long_names) -> None:
+    entry = MemoryEntry.objects.get(owner=staff, uid=UID, key=KEY)
+    pages = [
+        reverse("admin:memories_memoryentry_change", args=[entry.pk]),
+        reverse("admin:memories_heldwrite_change", args=[HeldWrite.objects.get(owner=staff).pk]),
+        reverse("admin:memories_memoryevent_change", args=[MemoryEvent.objects.filter(key=KEY).first().pk]),
+    ]
+    page.goto("/admin/login/")
+    page.get_by_label("Username").fill(staff.get_username())
+    page.get_by_label("Password").fill("staff-password-1")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url("**/admin/")
+
+    wider = {}
+    for path in pages:
+        page.goto(path)
+        # Nothing past the right edge: neither the page nor a field cut off inside it.
+        right = page.evaluate(
+            "Math.max(...[...document.querySelectorAll('#content *')].map(e => e.getBoundingClientRect().right))"
+        )
+        if _overflow(page) or right > DESKTOP["width"]:
+            wider[path] = (_overflow(page), right)
+
+    assert wider == {}
