@@ -26,6 +26,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
@@ -397,7 +398,9 @@ def entry_create(request: HttpRequest) -> HttpResponse:
                 except services.WriteHeld as held:
                     return _held_redirect(request, scope, held.held)
                 else:
-                    messages.success(request, f"Stored {data['key']} for {data['uid']}.")
+                    messages.success(
+                        request, format_html("Stored <bdi>{}</bdi> for <bdi>{}</bdi>.", data["key"], data["uid"])
+                    )
                     return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=data["uid"], key=data["key"]))
     else:
         form = EntryCreateForm(
@@ -497,7 +500,7 @@ def entry_delete(request: HttpRequest) -> HttpResponse:
             return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=uid, key=key))
         if deleted is None:
             raise Http404("No memory has that uid and key.")
-        messages.success(request, f"Deleted {key}. Its history stays on its page.")
+        messages.success(request, format_html("Deleted <bdi>{}</bdi>. Its history stays on its page.", key))
         return HttpResponseRedirect(page_url("dashboard:user", scope, uid=uid))
     entry = selectors.entry_get(owner=scope.owner, uid=uid, key=key)
     if entry is None:
@@ -517,9 +520,11 @@ def entry_restore(request: HttpRequest) -> HttpResponse:
     except services.EntryNotFound:
         raise Http404("No deleted memory has that uid and key.") from None
     except services.EntryExists:
-        messages.error(request, f"{key} exists already: there is nothing to restore.")
+        messages.error(request, format_html("<bdi>{}</bdi> exists already: there is nothing to restore.", key))
         return HttpResponseRedirect(entry_url)
-    messages.success(request, f"Restored {key} for {uid} at version {entry.version}.")
+    messages.success(
+        request, format_html("Restored <bdi>{}</bdi> for <bdi>{}</bdi> at version {}.", key, uid, entry.version)
+    )
     return HttpResponseRedirect(entry_url)
 
 
@@ -562,10 +567,15 @@ def held_write_decide(request: HttpRequest) -> HttpResponse:
     try:
         if decision == "approve":
             result = services.held_write_approve(held_id=int(held_id), decider=decider)
-            messages.success(request, f"Approved: {result.entry.key} for {result.entry.uid} is stored.")
+            messages.success(
+                request,
+                format_html("Approved: <bdi>{}</bdi> for <bdi>{}</bdi> is stored.", result.entry.key, result.entry.uid),
+            )
         else:
             held = services.held_write_reject(held_id=int(held_id), decider=decider)
-            messages.success(request, f"Rejected: {held.key} for {held.uid} was not stored.")
+            messages.success(
+                request, format_html("Rejected: <bdi>{}</bdi> for <bdi>{}</bdi> was not stored.", held.key, held.uid)
+            )
     except HeldWrite.DoesNotExist:
         raise Http404("No held write has that number.") from None
     except services.HeldWriteDecided as error:

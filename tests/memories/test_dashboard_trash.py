@@ -38,7 +38,7 @@ def test_restore_from_the_trash_brings_the_memory_back_at_the_next_version(owner
 
     entry = selectors.entry_get(owner=owner, uid="alice", key="editor")
     assert (entry.value, entry.version) == ("uses Neovim", 3)
-    assert "Restored editor for alice at version 3." in response.content.decode()
+    assert "Restored <bdi>editor</bdi> for <bdi>alice</bdi> at version 3." in response.content.decode()
     assert "uses Neovim" not in owner_client.get("/trash/").content.decode()
 
 
