@@ -140,6 +140,10 @@ def _locked_entry_and_last_version(
     return entry, last_version
 
 
+# How many times a put tries to create its entry while concurrent writers create and remove the same key.
+CREATE_ATTEMPTS = 10
+
+
 def _expiry(*, expires: object, ttl: object, now: datetime) -> Expires:
     """What a write sets the expiry to: from ttl or expires (checked), None to clear it, KEEP when neither is given."""
     if ttl is None and expires is KEEP:
@@ -488,7 +492,8 @@ def _put_locked(
         )
         held.save()
         return held
-    if entry is None:
+    attempts = 0
+    while entry is None:
         entry = MemoryEntry(
             owner=owner,
             uid=uid,
@@ -504,16 +509,19 @@ def _put_locked(
             honcho_session_id=new_honcho_session_id(),
             guard_flags=decision.flags,
         )
-        if not _insert_created(entry, actor=actor):
-            # A concurrent writer created the same entry between our read and our insert
-            # (possible on PostgreSQL): apply this write on top of theirs, unless it was to create only.
-            entry = _locked_entry(owner=owner, uid=uid, key=key)
-            if entry is None:
-                raise IntegrityError(f"{uid}/{key} was created and removed by concurrent writes; nothing was written")
-            _check_expected(entry, expected_version)
-        else:
+        if _insert_created(entry, actor=actor):
             sync_outbox_record(owner=owner, entries=[entry])
             return PutResult(entry=entry, created=True, changed=True)
+        # A concurrent writer created the same entry between our read and our insert (possible on PostgreSQL):
+        # apply this write on top of theirs, unless it was to create only; when another has removed it again
+        # meanwhile, create it after them, the version going on from theirs.
+        attempts += 1
+        if attempts == CREATE_ATTEMPTS:
+            raise IntegrityError(
+                f"{uid}/{key} kept being created and removed by concurrent writes; nothing was written"
+            )
+        entry, latest_version = _locked_entry_and_last_version(owner=owner, uid=uid, key=key, now=now)
+        _check_expected(entry, expected_version)
     return _apply_change(
         entry,
         owner=owner,
@@ -617,17 +625,34 @@ def entry_delete(
         return entry
 
 
+# Entries deleted by id per statement (well under SQLite's limit of variables in one statement).
+DELETE_CHUNK = 500
+
+
+def _entries_delete(entries: Sequence[MemoryEntry]) -> None:
+    """Delete these entries (with their vector rows), by id."""
+    ids = [entry.pk for entry in entries]
+    for start in range(0, len(ids), DELETE_CHUNK):
+        MemoryEntry.objects.filter(pk__in=ids[start : start + DELETE_CHUNK]).delete()
+
+
+def _user_entries_locked(*, owner: User, uid: str) -> list[MemoryEntry]:
+    return list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid).order_by("pk"))
+
+
 def user_forget(*, owner: User, uid: str, actor: User | None = None) -> int:
     """Delete every entry the account holds about uid; the history stays. Returns how many went."""
     with transaction.atomic():
-        entries = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid).order_by("pk"))
+        entries = _user_entries_locked(owner=owner, uid=uid)
         if not entries:
             return 0
         MemoryEvent.objects.bulk_create(
             _event(entry, action=MemoryEvent.Action.DELETE, actor=actor, before=entry) for entry in entries
         )
         sync_outbox_record(owner=owner, entries=entries, deleted=True)
-        MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
+        # The entries locked, not every entry of uid: one another writer created meanwhile (PostgreSQL) stays,
+        # with its history, as a write made after the forget.
+        _entries_delete(entries)
         return len(entries)
 
 
@@ -654,12 +679,11 @@ def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure |
     """
     check_uid(uid)
     with transaction.atomic():
-        entries = list(MemoryEntry.objects.select_for_update().filter(owner=owner, uid=uid).order_by("pk"))
+        entries = _user_entries_locked(owner=owner, uid=uid)
         history = MemoryEvent.objects.filter(owner=owner, uid=uid).exclude(action=MemoryEvent.Action.ERASE)
         held_writes = HeldWrite.objects.filter(owner=owner, uid=uid)
         if not entries and not history.exists() and not held_writes.exists():
             return None
-        sync_outbox_record(owner=owner, entries=entries, deleted=True)
         # Sessions of entries deleted before (a forget while sync was off, a key made local since)
         held = {entry.honcho_session_id for entry in entries}
         earlier = [
@@ -671,8 +695,19 @@ def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure |
         ]
         if earlier:
             outbox.tasks_record(earlier, operation=SyncTask.Operation.DELETE, now=timezone.now())
-        MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
-        events, _ = history.delete()
+        erased = events = 0
+        while True:
+            sync_outbox_record(owner=owner, entries=entries, deleted=True)
+            _entries_delete(entries)
+            erased += len(entries)
+            events += history.delete()[0]
+            # On PostgreSQL another writer may have created an entry of uid since the entries were locked: its
+            # history event, committed with it, was either erased just now (the entry is found here, and goes
+            # too) or not yet visible (then neither was the entry: it stays, with its history, as a write made
+            # after the erasure). Never an entry left without its history.
+            entries = _user_entries_locked(owner=owner, uid=uid)
+            if not entries:
+                break
         # Writes the guard held for review carry values too (pending or decided): they go with the rest.
         held_writes.delete()
         MemoryEvent.objects.create(
@@ -681,11 +716,11 @@ def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure |
             key="",
             action=MemoryEvent.Action.ERASE,
             version=0,
-            entries_erased=len(entries),
+            entries_erased=erased,
             actor_id=actor.pk if actor is not None else owner.pk,
             at=timezone.now(),
         )
-    return Erasure(uid=uid, entries=len(entries), events=events)
+    return Erasure(uid=uid, entries=erased, events=events)
 
 
 def probe_data_clear(*, owner: User, uid: str) -> int:

@@ -187,6 +187,32 @@ def test_a_put_that_meets_a_concurrent_create_of_its_key_applies_on_top_of_it(ow
     ]
 
 
+def test_a_put_that_meets_a_key_created_and_removed_again_by_others_creates_it_after_them(owner, monkeypatch):
+    real_insert = entries._insert_created
+    inserts = []
+
+    def others_create_and_remove_it_first(entry, **kwargs):
+        # Between this put's read and its insert, other writers create the key and delete it again (PostgreSQL):
+        # the insert meets their entry, and the read after it finds the key gone.
+        inserts.append(entry.version)
+        if len(inserts) == 1:
+            monkeypatch.setattr(entries, "_insert_created", real_insert)
+            services.entry_put(owner=owner, uid="alice", key="language", value="theirs")
+            services.entry_delete(owner=owner, uid="alice", key="language")
+            return False
+        return real_insert(entry, **kwargs)
+
+    monkeypatch.setattr(entries, "_insert_created", others_create_and_remove_it_first)
+    result = services.entry_put(owner=owner, uid="alice", key="language", value="Rust")
+
+    assert (result.created, result.entry.value, result.entry.version) == (True, "Rust", 2)
+    assert list(MemoryEvent.objects.filter(key="language").order_by("id").values_list("action", "version")) == [
+        ("create", 1),
+        ("delete", 1),
+        ("create", 2),
+    ]
+
+
 def test_a_create_only_put_that_meets_a_concurrent_create_of_its_key_is_refused(owner, monkeypatch):
     services.entry_put(owner=owner, uid="alice", key="language", value="Python")
     real_read = entries._locked_entry_and_last_version
