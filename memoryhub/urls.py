@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path
-from django.views.defaults import page_not_found
+from django.views.defaults import page_not_found, server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from evaluation.urls import dashboard_urlpatterns as evaluation_pages
@@ -27,3 +27,16 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 handler404 = not_found
+
+
+def failed(request: HttpRequest) -> HttpResponse:
+    """An error the hub did not expect (its log has the traceback): JSON under /api/, as every other answer
+    there is, the HTML page elsewhere. Nothing is half-written: each change is one transaction."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"detail": "The hub failed to answer this request; its log says why. Nothing was half-written."}, status=500
+        )
+    return server_error(request)
+
+
+handler500 = failed
