@@ -6,6 +6,8 @@ after the forget), or erased both. On SQLite the write lock makes the put wait f
 """
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -17,7 +19,7 @@ from memories.models import MemoryEntry, MemoryEvent
 PUT_SECONDS = 2.0
 
 
-def _put_after(statement_prefix: str, owner) -> tuple[object, threading.Thread]:
+def _put_after(statement_prefix: str, owner) -> tuple[Callable[..., Any], threading.Thread]:
     """An execute wrapper that, once the forget has run its first statement starting with statement_prefix,
     has a new memory about alice put on another connection, and waits for that put to commit."""
     thread = threading.Thread(target=_put, args=(owner,))
