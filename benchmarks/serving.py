@@ -8,7 +8,8 @@ ASGI, the same number of workers), started on a free loopback port over one thro
   returning a JsonResponse, and a plain DRF APIView with token authentication and a
   ModelSerializer over the same rows (the hub's entries table);
 - the hub with its default settings, except a rate limit no client reaches (it still counts
-  every request), and 20,000 entries for the user read;
+  every request), and 20,000 entries for the user read, embedded as the worker embeds them (so a
+  `?q=` search compares its query with all their vectors, as on a hub in use);
 - the same two reads under WSGI (gunicorn's sync workers), to show what ASGI costs;
 - Honcho, when HONCHO_URL answers: the read of one record as the hub's Honcho backend makes it
   (sessions list filtered by metadata).
@@ -96,6 +97,8 @@ class Report:
     database: str
     load_before: str
     load_after: str = ""
+    # MEMORYHUB_EMBEDDINGS of the hub measured: with them on, the user's entries are embedded before the reads.
+    embeddings: str = "local"
     rows: list[Row] = field(default_factory=list)
 
     def row(self, name: str) -> Row | None:
@@ -529,6 +532,12 @@ def benchmark_http(
         token = _manage(hub_env, "create_account", "bench").strip().splitlines()[0].strip()
         seed_arguments = repr((entries, COMMON_WORD, RARE_WORD, RARE_COUNT, FILLER))
         _manage(hub_env, "shell", "--no-imports", "-c", SEED.replace("{arguments}", seed_arguments))
+        report.embeddings = hub_env.get("MEMORYHUB_EMBEDDINGS", "local").strip().lower()
+        if report.embeddings != "off":
+            # As the worker does after every write (`make run` starts it beside the server): a search then
+            # compares the query with every one of the user's vectors, as it does on a hub in use.
+            say(f"embedding the {entries} entries, as the worker does")
+            _manage(hub_env, "embed", "--once")
         owner_id = _owner_id(hub_env)
         floor_dir = _write_floor_project(workdir / "floor-project")
         floor_env = {
@@ -689,10 +698,17 @@ def targets(report: Report) -> list[tuple[str, float | None, str, float]]:
     return rows
 
 
+def _embedded(report: Report) -> str:
+    if report.embeddings == "off":
+        return " (embeddings off: searches by words alone)"
+    return f" (embedded by the {report.embeddings} model: searches by words and meaning, as by default)"
+
+
 def report_markdown(report: Report) -> str:
     floor = report.measured("floor: DRF APIView, token auth, ModelSerializer")
     lines = [
-        f"Server: {report.server}, on 127.0.0.1; {report.database}; {report.entries:,} entries for the user; "
+        f"Server: {report.server}, on 127.0.0.1; {report.database}; {report.entries:,} entries for the user"
+        f"{_embedded(report)}; "
         f"wrk, one thread, {report.seconds:g} s per run (after a 1 s warm-up); req/s is the best of "
         f"{BUSY_ROUNDS} runs, each opening its connections anew (one worker may take all of a run's). "
         "Load average before / after: "

@@ -40,6 +40,16 @@ def test_the_table_says_which_targets_hold_and_why_a_row_is_missing():
     assert "skipped: HONCHO_URL not set" in text
 
 
+def test_the_table_says_whether_the_searches_compared_vectors():
+    embedded, words_alone = _report(), _report()
+    words_alone.embeddings = "off"
+
+    assert "20,000 entries for the user (embedded by the local model: searches by words and meaning" in (
+        report_markdown(embedded)
+    )
+    assert "(embeddings off: searches by words alone)" in report_markdown(words_alone)
+
+
 def test_the_report_replaces_its_own_section_and_keeps_the_others(tmp_path):
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Benchmarks\n\n## Recall\n\nrecall figures\n")
