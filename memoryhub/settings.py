@@ -417,6 +417,9 @@ LOGGING = {
         # their problems are worth a line.
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
+        # The MCP SDK's Streamable HTTP transport says "Terminating session: None" at INFO after every
+        # request the stateless /mcp answers: a line per call that tells an operator nothing.
+        "mcp.server.streamable_http": {"level": "WARNING"},
         # A request naming a host the hub does not serve (a scanner asking by IP address, a proxy not
         # passing the Host on): one line naming the host, not a traceback of Django's own frames.
         "django.security.DisallowedHost": {

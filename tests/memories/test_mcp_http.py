@@ -390,3 +390,16 @@ def test_remember_takes_a_ttl_and_recall_filters_by_meta_and_kind(hub):
     assert [entry["key"] for entry in by_kind.structured_content["results"]] == ["shell"]
     assert bad_field.is_error and "Invalid argument `meta`" in bad_field.content[0].text
     assert bad_ttl.is_error and "`ttl`" in bad_ttl.content[0].text
+
+
+def test_the_log_at_info_holds_no_session_chatter_for_mcp_calls(tmp_path):
+    # The module's hub logs at WARNING; an operator's logs at INFO, the default.
+    with hub_database(tmp_path) as database:
+        token = create_token(database, "owner")
+        with running_hub(database, tmp_path / "hub.log", workers=1, env={"LOG_LEVEL": "INFO"}) as running:
+            for _ in range(3):
+                assert _post(running, LIST_TOOLS, _bearer(token))[0] == 200
+            log = running.log()
+
+    assert log.count('"POST /mcp HTTP/1.1" 200') == 3
+    assert "Terminating session" not in log
