@@ -92,3 +92,14 @@ def test_first_run_points_its_hint_at_the_address_the_hub_serves(db, monkeypatch
     out, _ = _run("first_run", "--url", "http://127.0.0.1:8731")
 
     assert "http://127.0.0.1:8731/api/v1/info" in out
+
+
+def test_first_run_under_the_production_settings_points_its_hint_at_the_public_host(db, monkeypatch, settings):
+    # `make serve` passes its bind address; the hub answers 400 there when ALLOWED_HOSTS names only the public host.
+    monkeypatch.delenv("MEMORYHUB_ADMIN_PASSWORD", raising=False)
+    settings.ALLOWED_HOSTS = ["memory.example.org", "www.example.org"]
+    settings.SECURE_SSL_REDIRECT = True
+
+    out, _ = _run("first_run", "--url", "http://127.0.0.1:8000")
+
+    assert "https://memory.example.org/api/v1/info" in out and "127.0.0.1" not in out

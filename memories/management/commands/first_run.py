@@ -1,8 +1,11 @@
 import os
 import secrets
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from django.http.request import split_domain_port, validate_host
 
 from memories.accounts import account_create
 
@@ -30,4 +33,20 @@ class Command(BaseCommand):
         self.stdout.write(f"  admin login:  {username}")
         self.stdout.write(f"  password:     {'(from MEMORYHUB_ADMIN_PASSWORD)' if given else password}")
         self.stdout.write(f"  API token:    {token}")
-        self.stdout.write('  try:  curl -H "Authorization: Token ' + token + '" ' + url.rstrip("/") + "/api/v1/info")
+        self.stdout.write('  try:  curl -H "Authorization: Token ' + token + '" ' + _answering(url) + "/api/v1/info")
+
+
+def _answering(url: str) -> str:
+    """url, or the public address when its host is not one the hub answers to.
+
+    Under the production settings ALLOWED_HOSTS names the public host only, and the hub would answer a
+    request to 127.0.0.1 with 400: the hint then names the first host it does answer to, through the
+    proxy (https when SECURE_SSL_REDIRECT is on)."""
+    url = url.rstrip("/")
+    domain, _ = split_domain_port(urlsplit(url).netloc)
+    if validate_host(domain, settings.ALLOWED_HOSTS):
+        return url
+    public = [host.lstrip(".") for host in settings.ALLOWED_HOSTS if host != "*"]
+    if not public:
+        return url
+    return f"{'https' if settings.SECURE_SSL_REDIRECT else 'http'}://{public[0]}"
