@@ -47,6 +47,7 @@ from memories.search.lexical import (
     LexicalQuery,
     Order,
     ShownResult,
+    match_filter,
     matches,
     shown_by_id_read,
     slice_bounds,
@@ -456,10 +457,17 @@ class HybridMatches:
             semantic_only = self._semantic_only()
             if count <= COUNT_LIMIT and semantic_only:
                 # Found by meaning alone (and not expired), unless the words match them too (further down,
-                # newest first).
-                by_meaning_alone = (
-                    self._visible(pk__in=semantic_only).exclude(pk__in=self._lexical_queryset().values("pk")).count()
+                # newest first). Both read those few entries by id: asked of the user's rows with the ids
+                # as one more condition, SQLite read all of them through the (owner, uid) index (7 ms at 20,000).
+                visible = list(self._visible_by_id(semantic_only))
+                matched_by_words = (
+                    MemoryEntry.objects.filter(pk__in=visible)
+                    .filter(match_filter(owner_id=self.owner_id, uid=self.uid, query=self.query))
+                    .count()
+                    if visible
+                    else 0
                 )
+                by_meaning_alone = len(visible) - matched_by_words
                 count = min(count + by_meaning_alone, COUNT_LIMIT + 1)
             self._count = count
         return self._count
