@@ -358,8 +358,13 @@ def entry_detail(request: HttpRequest) -> HttpResponse:
 def _held_redirect(request: HttpRequest, scope: Scope, held: HeldWrite) -> HttpResponse:
     messages.warning(
         request,
-        f"Held for review: {held.key} for {held.uid} reads as an instruction to a model or holds hidden characters "
-        f"({', '.join(held.guard_flag_names)}). It is not stored until staff approve it.",
+        format_html(
+            "Held for review: <bdi>{}</bdi> for <bdi>{}</bdi> reads as an instruction to a model or holds hidden "
+            "characters ({}). It is not stored until staff approve it.",
+            held.key,
+            held.uid,
+            ", ".join(held.guard_flag_names),
+        ),
     )
     return HttpResponseRedirect(page_url("dashboard:held", scope))
 
@@ -613,16 +618,25 @@ def user_forget(request: HttpRequest) -> HttpResponse:
                 raise Http404("Nothing is known about that user.")
             messages.success(
                 request,
-                f"Erased {uid}: {erasure.entries} memor{'y' if erasure.entries == 1 else 'ies'} and "
-                f"{erasure.events} history event{'' if erasure.events == 1 else 's'} removed, Honcho's copies "
-                "queued for deletion. The history records the erasure.",
+                format_html(
+                    "Erased <bdi>{}</bdi>: {} memor{} and {} history event{} removed, Honcho's copies queued for "
+                    "deletion. The history records the erasure.",
+                    uid,
+                    erasure.entries,
+                    "y" if erasure.entries == 1 else "ies",
+                    erasure.events,
+                    "" if erasure.events == 1 else "s",
+                ),
             )
             return HttpResponseRedirect(page_url("dashboard:users", scope))
         deleted = services.user_forget(owner=scope.owner, uid=uid, actor=actor)
         if not deleted:
             raise Http404("No memories about that user.")
         messages.success(
-            request, f"Forgot {uid}: {deleted} memor{'y' if deleted == 1 else 'ies'} deleted, history kept."
+            request,
+            format_html(
+                "Forgot <bdi>{}</bdi>: {} memor{} deleted, history kept.", uid, deleted, "y" if deleted == 1 else "ies"
+            ),
         )
         return HttpResponseRedirect(page_url("dashboard:users", scope))
     entries = selectors.entry_list(owner=scope.owner, uid=uid).count()

@@ -55,3 +55,15 @@ def test_a_flagged_badge_stays_right_of_an_overridden_key_in_the_list(page: Page
     badge = page.locator("table.entries td .flag").first.bounding_box()
     assert link is not None and badge is not None
     assert badge["x"] > link["x"]
+
+
+def test_the_message_after_forgetting_an_overridden_uid_reads_in_order(page: Page, owner) -> None:
+    services.entry_put(owner=owner, uid=OVERRIDDEN, key="language", value="a memory")
+    log_in(page, owner, "owner-password-1")
+    page.goto("/user/forget/?uid=%E2%80%AEevil+key")
+    page.get_by_role("button", name="Forget").click()
+    page.get_by_role("status").wait_for()
+
+    uid = page.evaluate(LEFT_OF, [".messages li", "evil"])
+    rest = page.evaluate(LEFT_OF, [".messages li", "history"])
+    assert uid < rest

@@ -129,7 +129,7 @@ def test_forgetting_a_user_asks_first_then_deletes_every_memory(owner_client, ow
         in owner_client.get("/user/forget/?uid=alice").content.decode()
     )
     response = owner_client.post("/user/forget/?uid=alice", follow=True)
-    assert "Forgot alice: 2 memories deleted, history kept." in response.content.decode()
+    assert "Forgot <bdi>alice</bdi>: 2 memories deleted, history kept." in response.content.decode()
     assert list(MemoryEntry.objects.values_list("uid", flat=True)) == ["bob"]
 
 

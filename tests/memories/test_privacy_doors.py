@@ -196,7 +196,7 @@ def test_the_dashboard_erases_a_user_after_asking(owner_client, owner, stranger_
     assert stranger_client.post("/user/forget/?uid=alice&account=owner", {"erase": "1"}).status_code == 404
     response = owner_client.post("/user/forget/?uid=alice", {"erase": "1"}, follow=True)
 
-    assert "Erased alice: 2 memories and 3 history events removed" in response.content.decode()
+    assert "Erased <bdi>alice</bdi>: 2 memories and 3 history events removed" in response.content.decode()
     assert list(MemoryEntry.objects.values_list("uid", flat=True)) == ["bob"]
     assert list(MemoryEvent.objects.filter(uid="alice").values_list("action", flat=True)) == ["erase"]
 
@@ -209,7 +209,7 @@ def test_a_forgotten_user_can_still_be_erased_from_the_dashboard(owner_client, o
     response = owner_client.post("/user/forget/?uid=alice", {"erase": "1"}, follow=True)
 
     assert "Forget alice" not in page.split("<h2>")[0].split("</h1>")[1]
-    assert "Erased alice: 0 memories and 5 history events removed" in response.content.decode()
+    assert "Erased <bdi>alice</bdi>: 0 memories and 5 history events removed" in response.content.decode()
     assert owner_client.get("/user/forget/?uid=alice").status_code == 404
 
 
