@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, transaction
 
 from memories import services
-from memories.embeddings import get_provider
+from memories.embeddings import get_provider, store
 from memories.embeddings.jobs import EmbeddingJob, EmbedReport
 from memories.embeddings.store import embeddings_pending_count, embeddings_process_pending, embeddings_reembed
 from memories.models import EntryEmbedding
@@ -172,3 +173,45 @@ def test_the_embed_command_refuses_when_embeddings_are_off(settings) -> None:
     settings.MEMORYHUB_EMBEDDINGS = "off"
     with pytest.raises(CommandError, match="MEMORYHUB_EMBEDDINGS is off"):
         call_command("embed", "--once")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has no row locks: a writer holds the database")
+def test_the_worker_never_waits_on_a_writer_holding_a_vector_row(owner, monkeypatch) -> None:
+    # A writer (a batch, say) holds one entry's vector row while the worker stores a batch of vectors: the worker
+    # stores the others and leaves that one pending, instead of waiting on the writer (who may be waiting on it).
+    entries = [
+        services.entry_put(owner=owner, uid="alice", key=f"k{number}", value=f"likes colour {number}").entry
+        for number in range(3)
+    ]
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                EntryEmbedding.objects.select_for_update().get(entry=entries[1])
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=writer)
+    real_claim = store._claim
+
+    def claim_then_a_writer_takes_a_row(*arguments, **keywords):
+        # The writer comes after the worker claimed the rows, while it embeds their texts.
+        claimed = real_claim(*arguments, **keywords)
+        thread.start()
+        assert held.wait(10)
+        return claimed
+
+    monkeypatch.setattr(store, "_claim", claim_then_a_writer_takes_a_row)
+    try:
+        stored = embeddings_process_pending(limit=10)
+    finally:
+        release.set()
+        thread.join()
+
+    assert stored == 2
+    pending = set(EntryEmbedding.objects.filter(pending=True).values_list("entry_id", flat=True))
+    assert pending == {entries[1].pk}
