@@ -457,15 +457,17 @@ class HybridMatches:
             semantic_only = self._semantic_only()
             if count <= COUNT_LIMIT and semantic_only:
                 # Found by meaning alone (and not expired), unless the words match them too (further down,
-                # newest first). Both read those few entries by id: asked of the user's rows with the ids
-                # as one more condition, SQLite read all of them through the (owner, uid) index (7 ms at 20,000).
-                visible = list(self._visible_by_id(semantic_only))
+                # newest first): when every match of the words is among the ranked candidates, none of these
+                # is. Both read those few entries by id: asked of the user's rows with the ids as one more
+                # condition, SQLite read all of them through the (owner, uid) index (7 ms at 20,000).
+                visible = self._visible_ids(semantic_only)
+                every_match_ranked = count <= len(self.lexical.candidates)
                 matched_by_words = (
-                    MemoryEntry.objects.filter(pk__in=visible)
+                    0
+                    if every_match_ranked or not visible
+                    else MemoryEntry.objects.filter(pk__in=visible)
                     .filter(match_filter(owner_id=self.owner_id, uid=self.uid, query=self.query))
                     .count()
-                    if visible
-                    else 0
                 )
                 by_meaning_alone = len(visible) - matched_by_words
                 count = min(count + by_meaning_alone, COUNT_LIMIT + 1)
@@ -488,6 +490,17 @@ class HybridMatches:
     def _visible(self, **lookups: object) -> QuerySet[MemoryEntry]:
         """The user's own entries the filter lets through: a vector's id is never trusted to name another's."""
         return MemoryEntry.objects.filter(self.filters.condition(), owner_id=self.owner_id, uid=self.uid, **lookups)
+
+    def _visible_ids(self, ids: list[int]) -> list[int]:
+        """Those of these ids that name the user's own entries the filter lets through (read by id)."""
+        filter_sql, filter_params = self.filters.sql()
+        sql = (
+            f"SELECT id FROM {ENTRY_TABLE} WHERE id IN ({', '.join(['%s'] * len(ids))}) "
+            f"AND {BY_ID_SCOPE_SQL[connection.vendor]}{filter_sql}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*ids, self.owner_id, self.uid, *filter_params])
+            return [row[0] for row in cursor.fetchall()]
 
     def _visible_by_id(self, ids: list[int]) -> dict[int, MemoryEntry]:
         """The entries of these ids among the user's own that the filter lets through, by id: what
