@@ -14,6 +14,7 @@ worker's heartbeat row every HEARTBEAT_EVERY, which is how the hub knows a worke
 `--once` runs each kind in turn until nothing of it is due, beats once, and returns what it did.
 """
 
+import contextlib
 import logging
 import os
 import signal
@@ -290,12 +291,28 @@ class Worker:
 
 
 def run_until_signalled(worker: Worker, stop: threading.Event | None = None) -> None:
-    """worker.run_loop until SIGTERM or SIGINT (or `stop` is set); the handlers before are put back after."""
+    """worker.run_loop until SIGTERM or SIGINT (or `stop` is set); the handlers before are put back after.
+
+    A signal handler runs in the main thread between two of its steps, possibly while that thread holds
+    `stop`'s own lock (inside stop.wait or stop.set, as the loop always is): setting the event there
+    would wait for that lock forever. Two signals close together did it, as `make run`'s Ctrl-C sends
+    (SIGINT to the worker, then SIGTERM from the Makefile's trap): the worker hung instead of stopping.
+    So the handler only writes a byte to a pipe, and a thread of its own reads it and sets the event.
+    """
     stop = stop or threading.Event()
+    readable, writable = os.pipe()
+    os.set_blocking(writable, False)
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        with contextlib.suppress(OSError):  # the pipe is full: a stop is asked for already
+            os.write(writable, b"\0")
 
+    def relay() -> None:
+        if os.read(readable, 1):  # b"" once the pipe is closed: the loop ended without a signal
+            stop.set()
+
+    relay_thread = threading.Thread(target=relay, name="work-signals", daemon=True)
+    relay_thread.start()
     previous = {}
     if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
         previous = {number: signal.signal(number, request_stop) for number in (signal.SIGTERM, signal.SIGINT)}
@@ -304,3 +321,6 @@ def run_until_signalled(worker: Worker, stop: threading.Event | None = None) -> 
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+        os.close(writable)
+        relay_thread.join()
+        os.close(readable)
