@@ -59,7 +59,7 @@ def test_the_overview_warns_when_work_waits_and_no_worker_runs(owner_client):
     evaluation_request(backend_names=["null"], ops=1)
     page = owner_client.get("/").content.decode()
     assert '<span class="badge bad">no worker</span>' in page and "1 evaluation waiting" in page
-    assert "python manage.py work --loop" in page
+    assert "./hub work --loop" in page
 
     Worker(job_kinds(), name="host:1").beat()
     assert '<span class="badge ok">worker running</span>' in owner_client.get("/").content.decode()
