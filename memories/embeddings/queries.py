@@ -55,6 +55,14 @@ class QueryCachedProvider:
                 self._vectors.popitem(last=False)
         return vectors
 
+    def kept(self, text: str) -> np.ndarray | None:
+        """The vector of text (of shape (1, dimension)) when it is kept, without asking the provider; else None."""
+        with self._lock:
+            kept = self._vectors.get(text)
+            if kept is not None:
+                self._vectors.move_to_end(text)
+            return kept
+
     def queries_kept(self) -> int:
         """How many query vectors it holds now."""
         with self._lock:

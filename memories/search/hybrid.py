@@ -38,6 +38,7 @@ from django.db import connection
 from django.db.models import QuerySet, TextChoices
 
 from memories.embeddings import EmbeddingError, EmbeddingProvider, get_provider
+from memories.embeddings.queries import QueryCachedProvider
 from memories.models import MemoryEntry
 from memories.rows import entries_from_rows, entry_columns, entry_shown_values
 from memories.search import vectors
@@ -195,14 +196,16 @@ class PendingNearest:
         user_vectors: vectors.UserVectors | None = None,
         query: _Handover[np.ndarray] | None = None,
         limit: int = SEMANTIC_CANDIDATES,
+        known: np.ndarray | None = None,
     ) -> None:
         self._done, self._provider, self._future = done, provider, future
         self._user_vectors, self._query, self._limit = user_vectors, query, limit
+        self._known = known
 
     @property
     def running(self) -> bool:
         """Whether the model (or the cosine) is at work on another thread."""
-        return self._done is None
+        return self._done is None and self._known is None
 
     def _first_half(self) -> np.ndarray | None:
         """The first half of the rows' similarities, when the query thread hands the query over for them."""
@@ -213,6 +216,9 @@ class PendingNearest:
         return vectors.similarities(matrix[: len(matrix) // 2], query)
 
     def result(self) -> Nearest:
+        if self._done is None and self._known is not None:
+            assert self._user_vectors is not None
+            self._done = self._nearest(vectors.nearest_in(self._user_vectors, self._known, limit=self._limit))
         if self._done is None:
             assert self._future is not None and self._provider is not None
             try:
@@ -229,16 +235,19 @@ class PendingNearest:
                     scores = np.concatenate([first_half, second_half])
                     compared = vectors.nearest_ranked(self._user_vectors, query_vector, scores, limit=self._limit)
                 assert compared is not None  # (None only when the vectors' read failed, and this search with it)
-                self._done = Nearest(
-                    entries=compared.entries,
-                    semantic=Semantic.USED,
-                    mean=compared.mean,
-                    spread=compared.spread,
-                    plain=compared.plain,
-                    rows=compared.rows,
-                    embedded=self._user_vectors.ids if self._user_vectors is not None else None,
-                )
+                self._done = self._nearest(compared)
         return self._done
+
+    def _nearest(self, compared: vectors.NearestVectors) -> Nearest:
+        return Nearest(
+            entries=compared.entries,
+            semantic=Semantic.USED,
+            mean=compared.mean,
+            spread=compared.spread,
+            plain=compared.plain,
+            rows=compared.rows,
+            embedded=self._user_vectors.ids if self._user_vectors is not None else None,
+        )
 
 
 def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> PendingNearest:
@@ -251,6 +260,14 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
     paused = _pause_reason(provider)
     if paused is not None:
         return PendingNearest(done=Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=paused))
+    known = provider.kept(query_text) if isinstance(provider, QueryCachedProvider) else None
+    if known is not None:
+        # Asked before: the query's vector is kept, so there is no model to wait for and no other thread to
+        # take part; the cosines are taken on this thread (handing work between threads cost a busy server
+        # more CPU than it saved: 0.7 ms of a 5.9 ms search at 20,000 vectors, measured over HTTP).
+        (query_vector,) = known
+        read = vectors.user_matrix(owner=owner, uid=uid, model=provider.name)
+        return PendingNearest(provider=provider, user_vectors=read, limit=limit, known=query_vector)
     timeout = settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT
     # The model starts at once; the user's vectors are read meanwhile (PostgreSQL's stamp of them is a
     # statement of a few milliseconds at 10,000 entries), then handed over for the cosine.
