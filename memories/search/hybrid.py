@@ -508,28 +508,26 @@ class HybridMatches:
         """The user's own entries the filter lets through: a vector's id is never trusted to name another's."""
         return MemoryEntry.objects.filter(self.filters.condition(), owner_id=self.owner_id, uid=self.uid, **lookups)
 
-    def _visible_ids(self, ids: list[int]) -> list[int]:
-        """Those of these ids that name the user's own entries the filter lets through (read by id)."""
+    def _visible_rows(self, columns: str, ids: list[int]) -> list[tuple]:
+        """columns of the entries of these ids among the user's own that the filter lets through, read by id in
+        one statement of fixed SQL (the filter's compiled once per shape)."""
         filter_sql, filter_params = self.filters.sql()
         sql = (
-            f"SELECT id FROM {ENTRY_TABLE} WHERE id IN ({', '.join(['%s'] * len(ids))}) "
+            f"SELECT {columns} FROM {ENTRY_TABLE} WHERE id IN ({', '.join(['%s'] * len(ids))}) "
             f"AND {BY_ID_SCOPE_SQL[connection.vendor]}{filter_sql}"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*ids, self.owner_id, self.uid, *filter_params])
-            return [row[0] for row in cursor.fetchall()]
+            return cursor.fetchall()
+
+    def _visible_ids(self, ids: list[int]) -> list[int]:
+        """Those of these ids that name the user's own entries the filter lets through."""
+        return [row[0] for row in self._visible_rows("id", ids)]
 
     def _visible_by_id(self, ids: list[int]) -> dict[int, MemoryEntry]:
         """The entries of these ids among the user's own that the filter lets through, by id: what
-        self._visible().in_bulk(ids) reads, in one statement of fixed SQL (the filter's compiled once per shape)."""
-        filter_sql, filter_params = self.filters.sql()
-        sql = (
-            f"SELECT {entry_columns(ENTRY_TABLE)} FROM {ENTRY_TABLE} WHERE id IN ({', '.join(['%s'] * len(ids))}) "
-            f"AND {BY_ID_SCOPE_SQL[connection.vendor]}{filter_sql}"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*ids, self.owner_id, self.uid, *filter_params])
-            return {entry.pk: entry for entry in entries_from_rows(cursor.fetchall())}
+        self._visible().in_bulk(ids) reads."""
+        return {entry.pk: entry for entry in entries_from_rows(self._visible_rows(entry_columns(ENTRY_TABLE), ids))}
 
     def queryset(self) -> QuerySet[MemoryEntry]:
         """Every entry it holds, unordered (to sort them otherwise)."""
