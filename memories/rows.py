@@ -311,7 +311,8 @@ def row_update(instance: Model, fields: Sequence[str], *, following: Sequence[Fo
 
 def _written(instance: Model, sql: str, values: list[Any], following: Sequence[Following]) -> bool:
     """Run sql, which writes instance's row (or none) and returns its key, with the following rows."""
-    if following and connection.vendor == "postgresql":
+    in_one_statement = bool(following) and connection.vendor == "postgresql"
+    if in_one_statement:
         specs = tuple((type(row.instance), row.takes_key, row.replaces) for row in following)
         sql = _with_following_sql(sql, type(instance), specs)
         for row in following:
@@ -325,7 +326,7 @@ def _written(instance: Model, sql: str, values: list[Any], following: Sequence[F
     for index, row in enumerate(following):
         if row.takes_key is not None:
             setattr(row.instance, row.takes_key, instance)
-        if len(returned) > 1:
+        if in_one_statement:
             _saved(row.instance, returned[1 + index])
         else:
             # SQLite: one statement each (no round trip to save).

@@ -34,6 +34,11 @@ VECTOR_DTYPE = np.dtype("<f4")
 REMOTE_MODEL_PREFIX = "openai:"
 
 
+# What a vector row already there takes when its entry's text changes (embedding_wanted_row, _mark_sql): the
+# version wanted, pending again, and no worker's claim (one may be embedding the old text).
+WANTED_AGAIN = ("wanted_version", "pending", "claimed_until")
+
+
 @functools.lru_cache(maxsize=8)
 def _mark_sql(vendor: str, rows: int) -> str:
     """INSERT ... ON CONFLICT (the same text on SQLite and PostgreSQL): a changed entry's row turns pending."""
@@ -41,24 +46,25 @@ def _mark_sql(vendor: str, rows: int) -> str:
     table = quote(EntryEmbedding._meta.db_table)
     columns = ("entry_id", "owner_id", "uid", "model", "dimension", "wanted_version", "pending")
     one_row = "(%s, %s, %s, '', 0, %s, %s)"
+    # claimed_until is not among the columns inserted: excluded.claimed_until is its default, NULL.
+    updates = ", ".join(f"{quote(column)} = excluded.{quote(column)}" for column in WANTED_AGAIN)
     return (
         f"INSERT INTO {table} ({', '.join(quote(column) for column in columns)}) VALUES {', '.join([one_row] * rows)} "
-        f"ON CONFLICT ({quote('entry_id')}) DO UPDATE SET "
-        f"{quote('wanted_version')} = excluded.{quote('wanted_version')}, "
-        f"{quote('pending')} = excluded.{quote('pending')}, {quote('claimed_until')} = NULL"
+        f"ON CONFLICT ({quote('entry_id')}) DO UPDATE SET {updates}"
     )
 
 
-# What a vector row already there takes from embedding_wanted_row's when the entry's text changes.
-WANTED_AGAIN = ("wanted_version", "pending", "claimed_until")
+def _vector_wanted(entry: MemoryEntry) -> bool:
+    """Whether an entry gets a vector: not with embeddings off, nor a local entry with a remote provider (it is
+    found by its words alone)."""
+    return settings.MEMORYHUB_EMBEDDINGS != "off" and not (embeddings_remote() and entry.privacy == Privacy.LOCAL)
 
 
 def embedding_wanted_row(entry: MemoryEntry) -> EntryEmbedding | None:
     """The pending vector row an entry gets when created, or when its text changes (a row already there takes
-    WANTED_AGAIN from it), for the caller to write with the entry (None when it gets none): as
-    embedding_mark_stale marks it, with embeddings off nothing, and with a remote provider nothing for a local
-    entry. Its entry is set on insert."""
-    if settings.MEMORYHUB_EMBEDDINGS == "off" or (embeddings_remote() and entry.privacy == Privacy.LOCAL):
+    WANTED_AGAIN from it), for the caller to write with the entry; None when it gets no vector. Its entry is
+    set on insert."""
+    if not _vector_wanted(entry):
         return None
     return EntryEmbedding(owner_id=entry.owner_id, uid=entry.uid, wanted_version=entry.version, pending=True)
 
@@ -71,12 +77,9 @@ def embedding_mark_stale(entries: Sequence[MemoryEntry]) -> None:
     their Honcho session id, one query per 500. With a remote provider, local entries are left out:
     they get no vector, and are found by their words alone.
     """
-    if settings.MEMORYHUB_EMBEDDINGS == "off" or not entries:
+    entries = [entry for entry in entries if _vector_wanted(entry)]
+    if not entries:
         return
-    if embeddings_remote():
-        entries = [entry for entry in entries if entry.privacy != Privacy.LOCAL]
-        if not entries:
-            return
     missing = [entry.honcho_session_id for entry in entries if entry.pk is None]
     ids: dict[str, int] = {}
     for start in range(0, len(missing), MARK_CHUNK):
