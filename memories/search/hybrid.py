@@ -89,9 +89,6 @@ SEMANTIC_CLOSE_FEW = 0.40
 PROVIDER_PAUSE_SECONDS = 30.0
 # Threads per process that embed queries (and take their cosines) while requests rank by words.
 QUERY_THREADS = 2
-# From this many vectors on, the request's thread takes half of the cosines once the query is embedded
-# (10,000 rows of 384 take about 2.7 ms): each row's is computed alone, so the result is the same.
-COSINE_SPLIT_ROWS = 4096
 
 
 class Semantic(TextChoices):
@@ -139,7 +136,7 @@ class Nearest:
     plain: dict[int, float] = field(default_factory=dict)
     # How many of the user's entries the mean and spread are taken over.
     rows: int | None = None
-    # The ids of the user's entries that have a vector of the model (None: not known, all are taken to).
+    # The ids of the user's entries that have a vector of the model, ascending (None: not known, all are taken to).
     embedded: np.ndarray | None = None
 
 
@@ -177,12 +174,6 @@ class _Handover(Generic[Held]):
         return self._held
 
 
-# What the query thread answers: the nearest; or, for a user of COSINE_SPLIT_ROWS vectors or more, the query's
-# vector and the similarities of the second half of the rows (the request's thread takes the first half's
-# meanwhile); or None when the user's vectors could not be read (the search has raised then).
-Compared = vectors.NearestVectors | tuple[np.ndarray, np.ndarray] | None
-
-
 class PendingNearest:
     """The semantic side of one search, under way: result() waits for it (never raises for the provider's
     failures)."""
@@ -192,28 +183,18 @@ class PendingNearest:
         *,
         done: Nearest | None = None,
         provider: EmbeddingProvider | None = None,
-        future: "Future[Compared] | None" = None,
+        future: "Future[vectors.NearestVectors | None] | None" = None,
         user_vectors: vectors.UserVectors | None = None,
-        query: _Handover[np.ndarray] | None = None,
         limit: int = SEMANTIC_CANDIDATES,
         known: np.ndarray | None = None,
     ) -> None:
         self._done, self._provider, self._future = done, provider, future
-        self._user_vectors, self._query, self._limit = user_vectors, query, limit
-        self._known = known
+        self._user_vectors, self._limit, self._known = user_vectors, limit, known
 
     @property
     def running(self) -> bool:
-        """Whether the model (or the cosine) is at work on another thread."""
+        """Whether the model (and the cosine) is at work on another thread."""
         return self._done is None and self._known is None
-
-    def _first_half(self) -> np.ndarray | None:
-        """The first half of the rows' similarities, when the query thread hands the query over for them."""
-        query = self._query.taken() if self._query is not None else None
-        if query is None or self._user_vectors is None:
-            return None
-        matrix = self._user_vectors.matrix
-        return vectors.similarities(matrix[: len(matrix) // 2], query)
 
     def result(self) -> Nearest:
         if self._done is None and self._known is not None:
@@ -222,18 +203,12 @@ class PendingNearest:
         if self._done is None:
             assert self._future is not None and self._provider is not None
             try:
-                first_half = self._first_half()
                 compared = self._future.result()
             except EmbeddingError as error:
                 logger.warning("search answered by words alone: %s", error)
                 _pause(self._provider, str(error))
                 self._done = Nearest(entries=[], semantic=Semantic.UNAVAILABLE, reason=str(error))
             else:
-                if isinstance(compared, tuple):
-                    assert first_half is not None and self._user_vectors is not None
-                    query_vector, second_half = compared
-                    scores = np.concatenate([first_half, second_half])
-                    compared = vectors.nearest_ranked(self._user_vectors, query_vector, scores, limit=self._limit)
                 assert compared is not None  # (None only when the vectors' read failed, and this search with it)
                 self._done = self._nearest(compared)
         return self._done
@@ -253,7 +228,7 @@ class PendingNearest:
 def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> PendingNearest:
     """Start finding the user's entries nearest query_text by meaning: the query is embedded on a query
     thread while the user's vectors are read (or checked) here, on this thread's connection; the cosine
-    follows on the query thread (shared with this one, for a user of COSINE_SPLIT_ROWS vectors or more)."""
+    follows on the query thread."""
     provider = get_provider()
     if provider is None:
         return PendingNearest(done=Nearest(entries=[], semantic=Semantic.OFF))
@@ -272,21 +247,13 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
     # The model starts at once; the user's vectors are read meanwhile (PostgreSQL's stamp of them is a
     # statement of a few milliseconds at 10,000 entries), then handed over for the cosine.
     user_vectors: _Handover[vectors.UserVectors] = _Handover()
-    query: _Handover[np.ndarray] = _Handover()
 
-    def compare() -> Compared:
-        try:
-            (query_vector,) = provider.embed([query_text], timeout=timeout)
-            held = user_vectors.taken()
-            if held is None:
-                return None  # the read failed: the search that asked has raised already
-            if len(held.ids) < COSINE_SPLIT_ROWS or not vectors.comparable(held.matrix, query_vector):
-                return vectors.nearest_in(held, query_vector, limit=limit)
-            about_centre = vectors.query_about(held.centre, query_vector)
-            query.give(about_centre)
-            return query_vector, vectors.similarities(held.matrix[len(held.matrix) // 2 :], about_centre)
-        finally:
-            query.close()
+    def compare() -> vectors.NearestVectors | None:
+        (query_vector,) = provider.embed([query_text], timeout=timeout)
+        held = user_vectors.taken()
+        if held is None:
+            return None  # the read failed: the search that asked has raised already
+        return vectors.nearest_in(held, query_vector, limit=limit)
 
     future = _query_pool().submit(compare)
     try:
@@ -294,7 +261,7 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
         user_vectors.give(read)
     finally:
         user_vectors.close()
-    return PendingNearest(provider=provider, future=future, user_vectors=read, query=query, limit=limit)
+    return PendingNearest(provider=provider, future=future, user_vectors=read, limit=limit)
 
 
 def semantic_nearest(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> Nearest:
@@ -455,7 +422,10 @@ class HybridMatches:
         return among_first_words or self._close_and_stands_out(entry_id, similarity)
 
     def _has_vector(self, entry_id: int) -> bool:
-        return self.embedded is None or bool((self.embedded == entry_id).any())
+        if self.embedded is None:
+            return True
+        at = int(np.searchsorted(self.embedded, entry_id))
+        return at < len(self.embedded) and int(self.embedded[at]) == entry_id
 
     def _close_and_stands_out(self, entry_id: int, similarity: float) -> bool:
         standout, close = standout_asked(self.rows)

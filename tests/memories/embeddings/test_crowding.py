@@ -36,14 +36,15 @@ def test_the_answer_that_stands_alone_outranks_look_alikes_nearer_the_query() ->
     # By similarity alone, every look-alike comes before the answer.
     assert (scores[300:-1] > scores[-1]).all()
 
-    nearest = vectors.nearest_of(read.ids, scores, limit=5, min_similarity=-1.0, crowding=read.crowding)
+    nearest = vectors.nearest_in(read, query, limit=5, min_similarity=-1.0)
 
     assert nearest.entries[0][0] == answer_id
-    # Each result still shows its own similarity, and the spread is that of the similarities.
+    # Each result still shows its own similarity, and the mean and spread are those of the similarities.
     assert nearest.entries[0][1] == pytest.approx(float(scores[-1]))
     assert nearest.mean == pytest.approx(float(scores.mean()), abs=1e-6)
-    plain = vectors.nearest_of(read.ids, scores, limit=5, min_similarity=-1.0)
-    assert answer_id not in [entry_id for entry_id, _ in plain.entries]
+    assert nearest.spread == pytest.approx(float(scores.std()), abs=1e-6)
+    plain = vectors.ranked_of(read.ids, scores, limit=5, min_similarity=-1.0)
+    assert answer_id not in [entry_id for entry_id, _ in plain]
 
 
 def test_the_floor_holds_the_similarity_not_the_crowded_score() -> None:
@@ -51,11 +52,11 @@ def test_the_floor_holds_the_similarity_not_the_crowded_score() -> None:
     scores = np.array([0.5, 0.14, 0.3], dtype=np.float32)
     crowding = np.array([0.45, 0.0, 0.0], dtype=np.float32)
 
-    nearest = vectors.nearest_of(ids, scores, limit=3, min_similarity=0.15, crowding=crowding)
+    nearest = vectors.ranked_of(ids, scores, limit=3, min_similarity=0.15, crowding=crowding)
 
     # 11 is below the floor however little it is crowded; 10 passes it, crowded below 12.
-    assert [entry_id for entry_id, _ in nearest.entries] == [12, 10]
-    assert [similarity for _, similarity in nearest.entries] == pytest.approx([0.3, 0.5])
+    assert [entry_id for entry_id, _ in nearest] == [12, 10]
+    assert [similarity for _, similarity in nearest] == pytest.approx([0.3, 0.5])
 
 
 def test_an_entry_is_not_its_own_neighbour() -> None:

@@ -15,7 +15,7 @@ from memories import services
 from memories.embeddings import get_provider
 from memories.embeddings.store import embeddings_process_pending
 from memories.models import EntryEmbedding, MemoryEntry
-from memories.search import hybrid, vectors
+from memories.search import vectors
 
 
 @pytest.fixture(autouse=True)
@@ -111,30 +111,6 @@ def test_a_write_on_the_searching_connection_is_seen_by_its_next_search(owner: U
     assert sorted(_nearest_keys(owner)) == ["pet", "tea"]
     services.entry_delete(owner=owner, uid="alice", key="pet")
     assert _nearest_keys(owner) == ["tea"]
-
-
-def test_a_search_whose_cosines_are_split_between_two_threads_finds_what_one_thread_finds(
-    owner: User, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for key, value in {
-        "tea": "drinks green tea every morning",
-        "pet": "has a golden retriever called Miso",
-        "editor": "uses vim with a handful of plugins",
-        "allergy": "allergic to peanuts and tree nuts",
-        "cloud": "deploys on Hetzner, avoids AWS",
-    }.items():
-        services.entry_put(owner=owner, uid="alice", key=key, value=value)
-    embeddings_process_pending()
-    provider = get_provider()
-    assert provider is not None
-    whole = vectors.semantic_nearest_vectors(
-        owner=owner, uid="alice", model=provider.name, query_vector=provider.embed([QUESTION])[0], limit=4
-    )
-    monkeypatch.setattr(hybrid, "COSINE_SPLIT_ROWS", 2)  # this user's 5 vectors: 2 on one thread, 3 on the other
-    split = hybrid.semantic_nearest(owner=owner, uid="alice", query_text=QUESTION, limit=4)
-    assert split.semantic == hybrid.Semantic.USED and len(split.entries) >= 2
-    assert (split.entries, split.mean, split.spread) == (whole.entries, whole.mean, whole.spread)
-    assert split.plain == whole.plain
 
 
 def test_the_nearest_carry_the_plain_cosine_of_their_own_vectors_and_the_query_s(owner: User) -> None:
