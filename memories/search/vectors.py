@@ -107,12 +107,14 @@ class Coarse:
 def coarse_of(matrix: np.ndarray) -> Coarse:
     """The rows as int8, each scaled so its element of largest size is +-COARSE_PEAK (a zero row stays zero),
     with the scale and the length of what each lost."""
-    rows = matrix.astype(np.float64)
-    peaks = np.abs(rows).max(axis=1) if rows.size else np.zeros(len(rows))
-    scales = np.where(peaks > 0, peaks / COARSE_PEAK, 1.0)
-    coarse = np.rint(rows / scales[:, None]).astype(np.int8)
+    # In float32 (the rows' own type): what it rounds off is a few 1e-8, well inside ROUNDING_SLACK.
+    rows = np.asarray(matrix, dtype=np.float32)
+    peaks = np.abs(rows).max(axis=1) if rows.size else np.zeros(len(rows), dtype=np.float32)
+    scales = np.where(peaks > 0, peaks / np.float32(COARSE_PEAK), np.float32(1.0)).astype(np.float32)
+    scaled = rows / scales[:, None]
+    coarse = np.rint(scaled, out=scaled).astype(np.int8)
     errors = np.linalg.norm(rows - scales[:, None] * coarse, axis=1)
-    return Coarse(rows=np.ascontiguousarray(coarse), scales=scales, errors=errors)
+    return Coarse(rows=coarse, scales=scales.astype(np.float64), errors=errors.astype(np.float64))
 
 
 def coarse_similarities(coarse: Coarse, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
