@@ -21,7 +21,8 @@ row's rounding error, f the query's), so the rows that might be among the neares
 whose best case reaches the worst case of the `limit`-th best. Only those (a hundred or a few hundred of
 20,000) are compared in float32, and they are ranked as a scan of every row ranks them: the nearest are the
 same entries, with the same similarities. The mean and spread of all the similarities come from the rows'
-mean and covariance (Moments), without the similarities themselves.
+mean and covariance (Moments), without the similarities themselves. A user of few rows for their dimension
+(under COARSE_ROWS_PER_DIMENSION per dimension) has every similarity taken in float32, which costs less.
 
 Similarities are taken about the user's own centre: the mean of the user's vectors is taken away from
 each entry's vector and from the query's (each scaled to length 1 again) before the cosine. Entries
@@ -50,7 +51,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import simsimd
@@ -79,9 +80,12 @@ CROWDING_WEIGHT = 0.5
 CROWDING_BLOCK_ROWS = 2048
 # The coarse rows' values: each row's element of largest size is +-COARSE_PEAK.
 COARSE_PEAK = 127
-# Added to the coarse similarities' bound for float32's rounding in the exact ones (at most d * 2**-24 of
-# the sum of |products|, which is at most 1: 2.3e-5 at 384 dimensions).
+# Added to the coarse similarities' bound for float32's rounding in the exact ones: at most d * 2**-24 of the
+# sum of |products| (at most 1), 2.3e-5 at 384 dimensions; twice that where it is more than this.
 ROUNDING_SLACK = 1e-4
+# A user of fewer rows than this many times their dimension (1,536 at 384) is compared row by row in float32,
+# without the coarse pass: their every similarity costs less than the rows' covariance (d x d) per search.
+COARSE_ROWS_PER_DIMENSION = 4
 
 
 # The cache's check: read from the (owner, uid, model, embedded_at) index alone. Rows of a model
@@ -93,15 +97,17 @@ STAMP_SQL = f"SELECT count(*), max(embedded_at) FROM {_TABLE} WHERE owner_id = %
 
 @dataclass(frozen=True)
 class Coarse:
-    """Rows kept as bytes: each row is about scales * rows, off by errors (the length of the difference)."""
+    """Rows kept as bytes: each row is about scales * rows (of length lengths), off by errors (the length of the
+    difference)."""
 
     rows: np.ndarray
     scales: np.ndarray
+    lengths: np.ndarray
     errors: np.ndarray
 
     @property
     def nbytes(self) -> int:
-        return self.rows.nbytes + self.scales.nbytes + self.errors.nbytes
+        return self.rows.nbytes + self.scales.nbytes + self.lengths.nbytes + self.errors.nbytes
 
 
 def coarse_of(matrix: np.ndarray) -> Coarse:
@@ -113,16 +119,17 @@ def coarse_of(matrix: np.ndarray) -> Coarse:
     scales = np.where(peaks > 0, peaks / np.float32(COARSE_PEAK), np.float32(1.0)).astype(np.float32)
     scaled = rows / scales[:, None]
     coarse = np.rint(scaled, out=scaled).astype(np.int8)
-    errors = np.linalg.norm(rows - scales[:, None] * coarse, axis=1)
-    return Coarse(rows=coarse, scales=scales, errors=errors.astype(np.float32))
+    kept = scales[:, None] * coarse
+    lengths = np.linalg.norm(kept, axis=1)
+    errors = np.linalg.norm(rows - kept, axis=1)
+    return Coarse(rows=coarse, scales=scales, lengths=lengths, errors=errors)
 
 
 def coarse_similarities(coarse: Coarse, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's similarity with query (of length 1) as the coarse rows and the coarse query give it, and
-    how far it may be from the exact one: for row r = s a + e and query q = t b + f, r.q - s t a.b is
-    s a.f + e.q, at most (1 + |e|) |f| + |e| in size (|s a| <= |r| + |e|, |r| = |q| = 1). In float32: the dot
-    products of up to 1,040 dimensions are whole numbers it holds exactly, and what the rest rounds off is a
-    few 1e-7, inside ROUNDING_SLACK."""
+    """Each row's similarity with query as the coarse rows and the coarse query give it, and how far it may be
+    from the exact one: for row r = s a + e and query q = t b + f, r.q - s t a.b is s a.f + e.q, at most
+    |s a| |f| + |e| |q| in size. In float32: the dot products of up to 1,040 dimensions are whole numbers it
+    holds exactly, and what the rest rounds off is a few 1e-7, inside the slack."""
     query = np.asarray(query, dtype=np.float32)
     peak = float(np.abs(query).max()) if query.size else 0.0
     scale = peak / COARSE_PEAK if peak > 0 else 1.0
@@ -131,8 +138,9 @@ def coarse_similarities(coarse: Coarse, query: np.ndarray) -> tuple[np.ndarray, 
     dots = np.asarray(simsimd.cdist(coarse_query[None, :], coarse.rows, metric="dot", out_dtype="float32"))[0]
     similarity = np.multiply(dots, coarse.scales)
     similarity *= np.float32(scale)
-    bound = coarse.errors * np.float32(1 + lost)
-    bound += np.float32(lost + ROUNDING_SLACK)
+    bound = coarse.lengths * np.float32(lost)
+    bound += coarse.errors * np.float32(np.linalg.norm(query.astype(np.float64)))
+    bound += np.float32(max(ROUNDING_SLACK, 2 * len(query) * 2.0**-24))
     return similarity, bound
 
 
@@ -146,7 +154,9 @@ class Moments:
     def spread_of(self, query: np.ndarray) -> tuple[float, float]:
         """The mean and standard deviation of the rows' similarities to query: m.q and sqrt(q C q)."""
         query = np.asarray(query, dtype=np.float32)
-        return float(self.mean @ query), math.sqrt(max(float(query @ self.covariance @ query), 0.0))
+        # einsum, not BLAS (as similarities).
+        spread = float(np.einsum("ij,j->i", self.covariance, query) @ query)
+        return float(self.mean @ query), math.sqrt(max(spread, 0.0))
 
 
 def moments_of(matrix: np.ndarray) -> Moments:
@@ -170,14 +180,18 @@ class UserVectors:
     # Each row's length about the centre before it was scaled to 1 (row * length + centre is the entry's own
     # vector): as long as ids.
     lengths: np.ndarray
-    # The matrix as bytes (what the search compares first), and its rows' mean and covariance.
-    coarse: Coarse
-    moments: Moments
+    # The matrix as bytes (what the search compares first), and its rows' mean and covariance; None for a user of
+    # fewer than COARSE_ROWS_PER_DIMENSION rows per dimension, whose rows are compared one by one.
+    coarse: Coarse | None = None
+    moments: Moments | None = None
 
     @property
     def nbytes(self) -> int:
         """What the process keeps for them, in bytes."""
-        return self.matrix.nbytes + self.coarse.nbytes + self.moments.covariance.nbytes
+        kept = sum(part.nbytes for part in (self.ids, self.matrix, self.centre, self.crowding, self.lengths))
+        if self.coarse is not None and self.moments is not None:
+            kept += self.coarse.nbytes + self.moments.mean.nbytes + self.moments.covariance.nbytes
+        return kept
 
 
 @dataclass(frozen=True)
@@ -276,15 +290,10 @@ def user_vectors_about_centre(ids: np.ndarray, matrix: np.ndarray) -> UserVector
     matrix, centre = centred(own)
     lengths = np.linalg.norm(own - centre, axis=1).astype(np.float32)
     crowding = crowding_of(matrix) * np.float32(CROWDING_WEIGHT * _weight(len(matrix)))
-    return UserVectors(
-        ids=ids,
-        matrix=matrix,
-        centre=centre,
-        crowding=crowding,
-        lengths=lengths,
-        coarse=coarse_of(matrix),
-        moments=moments_of(matrix) if len(matrix) else Moments(np.zeros(0, np.float32), np.zeros((0, 0), np.float32)),
-    )
+    read = UserVectors(ids=ids, matrix=matrix, centre=centre, crowding=crowding, lengths=lengths)
+    if not len(matrix) or len(matrix) < COARSE_ROWS_PER_DIMENSION * matrix.shape[1]:
+        return read
+    return replace(read, coarse=coarse_of(matrix), moments=moments_of(matrix))
 
 
 def user_matrix(*, owner: User, uid: str, model: str) -> UserVectors:
@@ -361,20 +370,22 @@ def ranked_of(
     return [(int(ids[index]), float(scores[index])) for index in top if scores[index] >= min_similarity]
 
 
-def candidates_of(read: UserVectors, query: np.ndarray, *, limit: int, min_similarity: float) -> np.ndarray:
+def candidates_of(
+    coarse: Coarse, crowding: np.ndarray, query: np.ndarray, *, limit: int, min_similarity: float
+) -> np.ndarray:
     """The positions of the rows that may be among the `limit` nearest query (about the centre) as ranked_of
     ranks them, from their coarse similarities: every row but those that cannot reach min_similarity, or whose
     best case (similarity less crowding) is below the `limit`-th best worst case of the rows sure to reach it."""
-    similarity, bound = coarse_similarities(read.coarse, query)
+    similarity, bound = coarse_similarities(coarse, query)
     highest = similarity + bound
     possible = highest >= min_similarity
     lowest = np.subtract(similarity, bound, out=similarity)
     sure = lowest >= min_similarity
     sure_count = int(np.count_nonzero(sure))
     if 0 < limit <= sure_count:
-        worst = lowest[sure] - read.crowding[sure]
+        worst = lowest[sure] - crowding[sure]
         kept = np.partition(worst, sure_count - limit)[sure_count - limit]
-        highest -= read.crowding
+        highest -= crowding
         possible &= highest >= kept
     return np.flatnonzero(possible)
 
@@ -405,15 +416,20 @@ def nearest_in(
     if not comparable(read.matrix, query_vector):
         return NearestVectors(entries=[])
     query = query_about(read.centre, query_vector)
-    rows = candidates_of(read, query, limit=limit, min_similarity=min_similarity)
-    entries = ranked_of(
-        read.ids[rows],
-        similarities(read.matrix[rows], query),
-        limit=limit,
-        min_similarity=min_similarity,
-        crowding=read.crowding[rows],
-    )
-    mean, spread = read.moments.spread_of(query)
+    if read.coarse is None or read.moments is None:
+        scores = similarities(read.matrix, query)
+        entries = ranked_of(read.ids, scores, limit=limit, min_similarity=min_similarity, crowding=read.crowding)
+        mean, spread = float(scores.mean()), float(scores.std())
+    else:
+        rows = candidates_of(read.coarse, read.crowding, query, limit=limit, min_similarity=min_similarity)
+        entries = ranked_of(
+            read.ids[rows],
+            similarities(read.matrix[rows], query),
+            limit=limit,
+            min_similarity=min_similarity,
+            crowding=read.crowding[rows],
+        )
+        mean, spread = read.moments.spread_of(query)
     ids = [entry_id for entry_id, _ in entries]
     plain = dict(zip(ids, plain_similarities(read, query_vector, ids), strict=True))
     return NearestVectors(entries=entries, mean=mean, spread=spread, plain=plain, rows=len(read.ids))

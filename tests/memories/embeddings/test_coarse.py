@@ -10,6 +10,12 @@ from memories.embeddings.base import entry_text, normalized
 from memories.search import vectors
 
 
+@pytest.fixture(autouse=True)
+def _coarse_for_every_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The coarse pass for users of any size (by default a user of few rows is compared row by row)."""
+    monkeypatch.setattr(vectors, "COARSE_ROWS_PER_DIMENSION", 0)
+
+
 def _full_scan(read: vectors.UserVectors, query_vector: np.ndarray, *, limit: int, min_similarity: float):
     """What a scan of every row answers: every similarity, ranked."""
     scores = vectors.similarities(read.matrix, vectors.query_about(read.centre, query_vector))
@@ -19,10 +25,12 @@ def _full_scan(read: vectors.UserVectors, query_vector: np.ndarray, *, limit: in
 
 def _rows_compared(read: vectors.UserVectors, query_vector: np.ndarray, *, limit: int, min_similarity: float) -> int:
     query = vectors.query_about(read.centre, query_vector)
-    return len(vectors.candidates_of(read, query, limit=limit, min_similarity=min_similarity))
+    assert read.coarse is not None
+    return len(vectors.candidates_of(read.coarse, read.crowding, query, limit=limit, min_similarity=min_similarity))
 
 
 def _assert_same_as_full_scan(read, query_vector, *, limit: int, min_similarity: float) -> None:
+    assert read.coarse is not None  # the coarse pass, not the row by row comparison
     nearest = vectors.nearest_in(read, query_vector, limit=limit, min_similarity=min_similarity)
     ranked, scores = _full_scan(read, query_vector, limit=limit, min_similarity=min_similarity)
     assert nearest.entries == ranked
@@ -122,3 +130,32 @@ def test_a_row_is_left_out_only_where_its_coarse_similarity_s_bound_rules_it_out
             _assert_same_as_full_scan(read, query_vector, limit=limit, min_similarity=min_similarity)
             compared.append(_rows_compared(read, query_vector, limit=limit, min_similarity=min_similarity))
     assert min(compared) < len(matrix) / 4
+
+
+def test_rows_not_quite_of_length_one_are_bounded_by_their_own_length() -> None:
+    # Rows so small that scaling them to length 1 leaves them longer (their squares are subnormal).
+    tiny = np.float32(4.27e-23)
+    matrix = np.vstack([np.full(16, tiny), np.full(16, -tiny)]).astype(np.float32)
+    read = vectors.user_vectors_about_centre(np.array([1, 2]), matrix)
+    query_vector = np.full(16, 0.49, dtype=np.float32)
+    query_vector[0] = 127.0
+    query_vector = normalized(query_vector[None, :])[0]
+    for min_similarity in (0.3, 0.3008, 0.31):
+        _assert_same_as_full_scan(read, query_vector, limit=1, min_similarity=min_similarity)
+
+
+def test_a_user_of_few_vectors_for_their_dimension_keeps_no_coarse_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors, "COARSE_ROWS_PER_DIMENSION", 4)
+    rng = np.random.default_rng(2)
+    few = vectors.user_vectors_about_centre(np.arange(100), normalized(rng.normal(size=(100, 384))))
+    many = vectors.user_vectors_about_centre(np.arange(2000), normalized(rng.normal(size=(2000, 96))))
+    # Compared row by row, the few cost the cache their rows alone, not a 384 x 384 covariance (590 kB).
+    assert few.coarse is None and few.nbytes < 200_000
+    assert many.coarse is not None
+    for read, dimension in ((few, 384), (many, 96)):
+        for query_vector in normalized(rng.normal(size=(5, dimension))):
+            nearest = vectors.nearest_in(read, query_vector, limit=10, min_similarity=0.0)
+            scores = vectors.similarities(read.matrix, vectors.query_about(read.centre, query_vector))
+            ranked = vectors.ranked_of(read.ids, scores, limit=10, min_similarity=0.0, crowding=read.crowding)
+            assert nearest.entries == ranked
+            assert nearest.spread == pytest.approx(float(scores.std()), abs=1e-5)
