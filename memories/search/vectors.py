@@ -16,9 +16,9 @@ vectors on the request's thread and connection; `nearest_in` is numpy alone, on 
 A search does not read every row's 384 floats: at 20,000 entries that is 30 MB, and 2.5 ms of a 5 ms search
 on a busy server. Each row is also kept coarse, as bytes (int8, one scale per row: a quarter of the size),
 and the coarse rows are compared with the coarse query first (SIMD integer dot products, simsimd). What a
-coarse similarity may be off by is known row by row (Coarse: |exact - coarse| <= (1 + e) * f + e, e the
-row's rounding error, f the query's), so the rows that might be among the nearest are known exactly: those
-whose best case reaches the worst case of the `limit`-th best. Only those (a hundred or a few hundred of
+coarse similarity may be off by is known row by row (coarse_similarities: |exact - coarse| <= |s a| |f| +
+|e| |q|, e the row's rounding error, f the query's), so the rows that might be among the nearest are known
+exactly: those whose best case reaches the worst case of the `limit`-th best. Only those (a hundred or a few hundred of
 20,000) are compared in float32, and they are ranked as a scan of every row ranks them: the nearest are the
 same entries, with the same similarities. The mean and spread of all the similarities come from the rows'
 mean and covariance (Moments), without the similarities themselves. A user of few rows for their dimension
@@ -80,8 +80,8 @@ CROWDING_WEIGHT = 0.5
 CROWDING_BLOCK_ROWS = 2048
 # The coarse rows' values: each row's element of largest size is +-COARSE_PEAK.
 COARSE_PEAK = 127
-# Added to the coarse similarities' bound for float32's rounding in the exact ones: at most d * 2**-24 of the
-# sum of |products| (at most 1), 2.3e-5 at 384 dimensions; twice that where it is more than this.
+# Added to the coarse similarities' bound for float32's rounding in the exact ones, which is at most d * 2**-24
+# of the sum of |products| (at most 1): 2.3e-5 at 384 dimensions. Past 3,000 dimensions, twice that is added.
 ROUNDING_SLACK = 1e-4
 # A user of fewer rows than this many times their dimension (1,536 at 384) is compared row by row in float32,
 # without the coarse pass: their every similarity costs less than the rows' covariance (d x d) per search.
@@ -93,55 +93,6 @@ COARSE_ROWS_PER_DIMENSION = 4
 # version of this statement took 10 ms on SQLite where this one takes 0.3 ms.
 _TABLE = EntryEmbedding._meta.db_table
 STAMP_SQL = f"SELECT count(*), max(embedded_at) FROM {_TABLE} WHERE owner_id = %s AND uid = %s AND model = %s"
-
-
-@dataclass(frozen=True)
-class Coarse:
-    """Rows kept as bytes: each row is about scales * rows (of length lengths), off by errors (the length of the
-    difference)."""
-
-    rows: np.ndarray
-    scales: np.ndarray
-    lengths: np.ndarray
-    errors: np.ndarray
-
-    @property
-    def nbytes(self) -> int:
-        return self.rows.nbytes + self.scales.nbytes + self.lengths.nbytes + self.errors.nbytes
-
-
-def coarse_of(matrix: np.ndarray) -> Coarse:
-    """The rows as int8, each scaled so its element of largest size is +-COARSE_PEAK (a zero row stays zero),
-    with the scale and the length of what each lost."""
-    # In float32 (the rows' own type): what it rounds off is a few 1e-8, well inside ROUNDING_SLACK.
-    rows = np.asarray(matrix, dtype=np.float32)
-    peaks = np.abs(rows).max(axis=1) if rows.size else np.zeros(len(rows), dtype=np.float32)
-    scales = np.where(peaks > 0, peaks / np.float32(COARSE_PEAK), np.float32(1.0)).astype(np.float32)
-    scaled = rows / scales[:, None]
-    coarse = np.rint(scaled, out=scaled).astype(np.int8)
-    kept = scales[:, None] * coarse
-    lengths = np.linalg.norm(kept, axis=1)
-    errors = np.linalg.norm(rows - kept, axis=1)
-    return Coarse(rows=coarse, scales=scales, lengths=lengths, errors=errors)
-
-
-def coarse_similarities(coarse: Coarse, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's similarity with query as the coarse rows and the coarse query give it, and how far it may be
-    from the exact one: for row r = s a + e and query q = t b + f, r.q - s t a.b is s a.f + e.q, at most
-    |s a| |f| + |e| |q| in size. In float32: the dot products of up to 1,040 dimensions are whole numbers it
-    holds exactly, and what the rest rounds off is a few 1e-7, inside the slack."""
-    query = np.asarray(query, dtype=np.float32)
-    peak = float(np.abs(query).max()) if query.size else 0.0
-    scale = peak / COARSE_PEAK if peak > 0 else 1.0
-    coarse_query = np.rint(query / np.float32(scale)).astype(np.int8)
-    lost = float(np.linalg.norm(query.astype(np.float64) - scale * coarse_query))
-    dots = np.asarray(simsimd.cdist(coarse_query[None, :], coarse.rows, metric="dot", out_dtype="float32"))[0]
-    similarity = np.multiply(dots, coarse.scales)
-    similarity *= np.float32(scale)
-    bound = coarse.lengths * np.float32(lost)
-    bound += coarse.errors * np.float32(np.linalg.norm(query.astype(np.float64)))
-    bound += np.float32(max(ROUNDING_SLACK, 2 * len(query) * 2.0**-24))
-    return similarity, bound
 
 
 @dataclass(frozen=True)
@@ -167,6 +118,57 @@ def moments_of(matrix: np.ndarray) -> Moments:
 
 
 @dataclass(frozen=True)
+class Coarse:
+    """What a search of many rows reads instead of every row: the rows kept as bytes (each row is about
+    scales * rows, of length lengths, off by errors: the length of the difference), and the rows' moments."""
+
+    rows: np.ndarray
+    scales: np.ndarray
+    lengths: np.ndarray
+    errors: np.ndarray
+    moments: Moments
+
+    @property
+    def nbytes(self) -> int:
+        parts = (self.rows, self.scales, self.lengths, self.errors, self.moments.mean, self.moments.covariance)
+        return sum(part.nbytes for part in parts)
+
+
+def coarse_of(matrix: np.ndarray) -> Coarse:
+    """The rows as int8, each scaled so its element of largest size is +-COARSE_PEAK (a zero row stays zero),
+    with the scale and the length of what each lost; and the rows' moments."""
+    # In float32 (the rows' own type): what it rounds off is a few 1e-8, well inside ROUNDING_SLACK.
+    rows = np.asarray(matrix, dtype=np.float32)
+    peaks = np.abs(rows).max(axis=1) if rows.size else np.zeros(len(rows), dtype=np.float32)
+    scales = np.where(peaks > 0, peaks / np.float32(COARSE_PEAK), np.float32(1.0)).astype(np.float32)
+    scaled = rows / scales[:, None]
+    coarse = np.rint(scaled, out=scaled).astype(np.int8)
+    kept = scales[:, None] * coarse
+    lengths = np.linalg.norm(kept, axis=1)
+    errors = np.linalg.norm(rows - kept, axis=1)
+    return Coarse(rows=coarse, scales=scales, lengths=lengths, errors=errors, moments=moments_of(matrix))
+
+
+def coarse_similarities(coarse: Coarse, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's similarity with query as the coarse rows and the coarse query give it, and how far it may be
+    from the exact one: for row r = s a + e and query q = t b + f, r.q - s t a.b is s a.f + e.q, at most
+    |s a| |f| + |e| |q| in size. In float32: the dot products of up to 1,040 dimensions are whole numbers it
+    holds exactly, and what the rest rounds off is a few 1e-7, inside the slack."""
+    query = np.asarray(query, dtype=np.float32)
+    peak = float(np.abs(query).max()) if query.size else 0.0
+    scale = peak / COARSE_PEAK if peak > 0 else 1.0
+    coarse_query = np.rint(query / np.float32(scale)).astype(np.int8)
+    lost = float(np.linalg.norm(query.astype(np.float64) - scale * coarse_query))
+    dots = np.asarray(simsimd.cdist(coarse_query[None, :], coarse.rows, metric="dot", out_dtype="float32"))[0]
+    similarity = np.multiply(dots, coarse.scales)
+    similarity *= np.float32(scale)
+    bound = coarse.lengths * np.float32(lost)
+    bound += coarse.errors * np.float32(np.linalg.norm(query.astype(np.float64)))
+    bound += np.float32(max(ROUNDING_SLACK, 2 * len(query) * 2.0**-24))
+    return similarity, bound
+
+
+@dataclass(frozen=True)
 class UserVectors:
     """One user's vectors of one model, as a search compares them with a query."""
 
@@ -180,18 +182,15 @@ class UserVectors:
     # Each row's length about the centre before it was scaled to 1 (row * length + centre is the entry's own
     # vector): as long as ids.
     lengths: np.ndarray
-    # The matrix as bytes (what the search compares first), and its rows' mean and covariance; None for a user of
+    # The matrix as bytes (what the search compares first), with its rows' mean and covariance; None for a user of
     # fewer than COARSE_ROWS_PER_DIMENSION rows per dimension, whose rows are compared one by one.
     coarse: Coarse | None = None
-    moments: Moments | None = None
 
     @property
     def nbytes(self) -> int:
         """What the process keeps for them, in bytes."""
         kept = sum(part.nbytes for part in (self.ids, self.matrix, self.centre, self.crowding, self.lengths))
-        if self.coarse is not None and self.moments is not None:
-            kept += self.coarse.nbytes + self.moments.mean.nbytes + self.moments.covariance.nbytes
-        return kept
+        return kept + (self.coarse.nbytes if self.coarse is not None else 0)
 
 
 @dataclass(frozen=True)
@@ -293,7 +292,7 @@ def user_vectors_about_centre(ids: np.ndarray, matrix: np.ndarray) -> UserVector
     read = UserVectors(ids=ids, matrix=matrix, centre=centre, crowding=crowding, lengths=lengths)
     if not len(matrix) or len(matrix) < COARSE_ROWS_PER_DIMENSION * matrix.shape[1]:
         return read
-    return replace(read, coarse=coarse_of(matrix), moments=moments_of(matrix))
+    return replace(read, coarse=coarse_of(matrix))
 
 
 def user_matrix(*, owner: User, uid: str, model: str) -> UserVectors:
@@ -416,7 +415,7 @@ def nearest_in(
     if not comparable(read.matrix, query_vector):
         return NearestVectors(entries=[])
     query = query_about(read.centre, query_vector)
-    if read.coarse is None or read.moments is None:
+    if read.coarse is None:
         scores = similarities(read.matrix, query)
         entries = ranked_of(read.ids, scores, limit=limit, min_similarity=min_similarity, crowding=read.crowding)
         mean, spread = float(scores.mean()), float(scores.std())
@@ -429,7 +428,7 @@ def nearest_in(
             min_similarity=min_similarity,
             crowding=read.crowding[rows],
         )
-        mean, spread = read.moments.spread_of(query)
+        mean, spread = read.coarse.moments.spread_of(query)
     ids = [entry_id for entry_id, _ in entries]
     plain = dict(zip(ids, plain_similarities(read, query_vector, ids), strict=True))
     return NearestVectors(entries=entries, mean=mean, spread=spread, plain=plain, rows=len(read.ids))
