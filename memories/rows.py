@@ -10,7 +10,7 @@ same database converters, the same state (saved, in this database).
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
@@ -175,21 +175,44 @@ class Following:
     instance: Model
     takes_key: str | None = None
     replaces: tuple[str, ...] = ()
+    # (field of instance, field of the written row): fields set to the written row's value of another field,
+    # as the database wrote it (a Computed one, say).
+    takes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A field of a row row_insert inserts whose value the database computes as it inserts the row: `sql`, an
+    expression (a subquery, say) with `params`. The instance's field is set to the value written."""
+
+    field: str
+    sql: str
+    params: tuple[Any, ...] = ()
 
 
 @functools.lru_cache(maxsize=16)
 def _insert_sql(
-    model: type[Model], vendor: str, conflict: tuple[str, ...], replaces: tuple[str, ...] = ()
+    model: type[Model],
+    vendor: str,
+    conflict: tuple[str, ...],
+    replaces: tuple[str, ...] = (),
+    computed: tuple[str, str] | None = None,
 ) -> tuple[str, tuple[Field, ...]]:
     """INSERT of one new row of model (every concrete field but its auto primary key) returning that key,
     with ON CONFLICT (conflict) DO NOTHING when conflict names columns, or when replaces names fields, ON
-    CONFLICT on the primary key DO UPDATE those fields; and the fields in VALUES' order."""
+    CONFLICT on the primary key DO UPDATE those fields; and the fields in VALUES' order. computed, a field's
+    name and an SQL expression, writes that expression in the field's place and returns the field after the
+    key (its parameters go where the field's value would)."""
     meta = model._meta
     fields = _inserted_fields(model)
     columns = ", ".join(quote(str(field.column)) for field in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
+    placeholders = ", ".join(
+        f"({computed[1]})" if computed is not None and field.name == computed[0] else "%s" for field in fields
+    )
     on_conflict = _on_conflict(model, conflict, replaces)
     returning = quote(str(meta.pk.column))
+    if computed is not None:
+        returning += f", {quote(str(_concrete_field(model, computed[0]).column))}"
     sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders}){on_conflict} RETURNING {returning}"
     return sql, fields
 
@@ -221,33 +244,55 @@ def _concrete_field(model: type[Model], name: str) -> Field:
 
 
 @functools.lru_cache(maxsize=16)
-def _update_sql(model: type[Model], fields: tuple[str, ...]) -> tuple[str, tuple[Field, ...]]:
-    """UPDATE of these fields of one row, found by its primary key, returning that key; and the fields."""
+def _update_sql(
+    model: type[Model], fields: tuple[str, ...], unchanged: tuple[str, ...] = ()
+) -> tuple[str, tuple[Field, ...]]:
+    """UPDATE of these fields of one row, found by its primary key (and, for each field named in unchanged, its
+    value: a parameter each, after the key's), returning that key; and the fields."""
     meta = model._meta
     updated = tuple(_concrete_field(model, name) for name in fields)
     assignments = ", ".join(f"{quote(str(field.column))} = %s" for field in updated)
     pk = quote(str(meta.pk.column))
-    return f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {pk} = %s RETURNING {pk}", updated
+    still = "".join(f" AND {quote(str(_concrete_field(model, name).column))} = %s" for name in unchanged)
+    return f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {pk} = %s{still} RETURNING {pk}", updated
 
 
 @functools.lru_cache(maxsize=16)
 def _with_following_sql(
-    first: str, model: type[Model], following: tuple[tuple[type[Model], str | None, tuple[str, ...]], ...]
+    first: str,
+    model: type[Model],
+    following: tuple[tuple[type[Model], str | None, tuple[str, ...], tuple[tuple[str, str], ...]], ...],
+    computed: str | None = None,
 ) -> str:
-    """PostgreSQL: the statement `first` (an INSERT or UPDATE of one row of model, returning its key) and, as
-    data-modifying WITH queries of the same statement, one INSERT per following row, each selecting from
-    first's row (so nothing follows a row not written); the statement returns the primary keys, first's
-    row's first (NULL when it wrote none)."""
+    """PostgreSQL: the statement `first` (an INSERT or UPDATE of one row of model, returning its key, and the
+    field named computed after it when given) and, as data-modifying WITH queries of the same statement, one
+    INSERT per following row, each selecting from first's row (so nothing follows a row not written), its
+    `takes` fields from that row's; the statement returns first's row's key and computed field (NULL when it
+    wrote none), then the following rows' keys."""
     written = quote("written")
+
+    def written_column(name: str) -> str:
+        return f"{written}.{quote(str(_concrete_field(model, name).column))}"
+
     key = f"{written}.{quote(str(model._meta.pk.column))}"
     parts = [f"{written} AS ({first})"]
     keys = [f"(SELECT {key} FROM {written})"]
-    for index, (follower, takes_key, replaces) in enumerate(following):
+    if computed is not None:
+        keys.append(f"(SELECT {written_column(computed)} FROM {written})")
+    for index, (follower, takes_key, replaces, takes) in enumerate(following):
         name = quote(f"following_{index}")
         meta = follower._meta
         fields = _inserted_fields(follower)
+        taken = dict(takes)
         # Selected values have no column to take their type from, as VALUES' do: each is cast to its column's.
-        selected = ", ".join(key if field.name == takes_key else f"CAST(%s AS {_cast_type(field)})" for field in fields)
+        selected = ", ".join(
+            key
+            if field.name == takes_key
+            else written_column(taken[field.name])
+            if field.name in taken
+            else f"CAST(%s AS {_cast_type(field)})"
+            for field in fields
+        )
         columns = ", ".join(quote(str(field.column)) for field in fields)
         pk = quote(str(meta.pk.column))
         parts.append(
@@ -263,10 +308,27 @@ def _cast_type(field: Field) -> str:
     return re.sub(r"^(character varying|varchar)\(\d+\)$", "varchar", str(field.db_type(connection)))
 
 
-def _prepared(instance: Model, fields: Sequence[Field], *, leave_out: str | None = None, add: bool = True) -> list[Any]:
+def _prepared(
+    instance: Model, fields: Sequence[Field], *, leave_out: Collection[str] = (), add: bool = True
+) -> list[Any]:
     return [
-        field.get_db_prep_save(field.pre_save(instance, add), connection) for field in fields if field.name != leave_out
+        field.get_db_prep_save(field.pre_save(instance, add), connection)
+        for field in fields
+        if field.name not in leave_out
     ]
+
+
+def _prepared_computed(instance: Model, fields: Sequence[Field], computed: Computed | None) -> list[Any]:
+    """_prepared(instance, fields), with computed's parameters in the place of its field's value."""
+    if computed is None:
+        return _prepared(instance, fields)
+    values: list[Any] = []
+    for field in fields:
+        if field.name == computed.field:
+            values += computed.params
+        else:
+            values.append(field.get_db_prep_save(field.pre_save(instance, True), connection))
+    return values
 
 
 def _saved(instance: Model, pk: object) -> None:
@@ -275,7 +337,11 @@ def _saved(instance: Model, pk: object) -> None:
 
 
 def row_insert(
-    instance: Model, *, unless_conflict_on: tuple[str, ...] = (), following: Sequence[Following] = ()
+    instance: Model,
+    *,
+    unless_conflict_on: tuple[str, ...] = (),
+    following: Sequence[Following] = (),
+    computed: Computed | None = None,
 ) -> bool:
     """Insert a new instance, as instance.save(force_insert=True) would, in one statement of SQL written once
     per model: each field's pre_save (a folded copy, say) and database preparation, the new primary key set on
@@ -289,49 +355,122 @@ def row_insert(
     following: rows inserted after it, and only when it is inserted (its history event, say), each with its
     primary key set. On PostgreSQL they go in the same statement, so a write pays one round trip for them
     all; on SQLite, where a statement is a call into the same process, one statement each.
+
+    computed: a field whose value the database works out as it inserts the row (Computed), set on the instance
+    from what was written, and on the following rows' fields that take it (Following.takes).
     """
+    return _inserted(instance, unless_conflict_on, following, computed, None)[0]
+
+
+def row_insert_else_read(
+    instance: Model,
+    *,
+    unless_conflict_on: tuple[str, ...],
+    following: Sequence[Following],
+    computed: Computed | None,
+    read: str,
+    read_params: Sequence[Any],
+) -> tuple[Any, ...] | None:
+    """PostgreSQL: row_insert, in the same one statement as `read` (a SELECT of one row at most, with
+    read_params), which reads as the statement began, so never the row it inserts: the row that kept it from
+    being inserted, when that one was there before the statement began. None when the instance was inserted;
+    else read's row, its columns all None when it read none (the conflicting row was a concurrent writer's)."""
+    if connection.vendor != "postgresql":
+        raise ValueError("row_insert_else_read writes and reads in one statement: PostgreSQL's data-modifying WITH")
+    written, row = _inserted(instance, unless_conflict_on, following, computed, (read, tuple(read_params)))
+    if written:
+        return None
+    return row[1 + (computed is not None) + len(following) :]
+
+
+def _inserted(
+    instance: Model,
+    unless_conflict_on: tuple[str, ...],
+    following: Sequence[Following],
+    computed: Computed | None,
+    read: tuple[str, tuple[Any, ...]] | None,
+) -> tuple[bool, tuple[Any, ...]]:
     if not instance._state.adding:
         raise ValueError(f"{instance!r} is saved already: row_insert inserts new rows only")
-    sql, fields = _insert_sql(type(instance), connection.vendor, unless_conflict_on)
-    return _written(instance, sql, _prepared(instance, fields), following)
+    computed_sql = (computed.field, computed.sql) if computed is not None else None
+    sql, fields = _insert_sql(type(instance), connection.vendor, unless_conflict_on, (), computed_sql)
+    return _written(
+        instance,
+        sql,
+        _prepared_computed(instance, fields, computed),
+        following,
+        computed=computed.field if computed is not None else None,
+        read=read,
+    )
 
 
-def row_update(instance: Model, fields: Sequence[str], *, following: Sequence[Following] = ()) -> bool:
+def row_update(
+    instance: Model,
+    fields: Sequence[str],
+    *,
+    following: Sequence[Following] = (),
+    unless_changed: Mapping[str, Any] | None = None,
+) -> bool:
     """Save these fields of a saved instance, as instance.save(update_fields=fields) would, in one statement of
     SQL written once per set of fields (each field's pre_save and database preparation), and insert the
     following rows after it, as row_insert does (on PostgreSQL in the same statement). Sends no signal. False,
-    writing nothing, when its row is gone."""
+    writing nothing, when its row is gone, or with unless_changed ({field: value}), when its row no longer
+    holds those values."""
     if instance._state.adding:
         raise ValueError(f"{instance!r} is not saved: row_update changes saved rows only")
-    sql, updated = _update_sql(type(instance), tuple(fields))
+    unchanged = unless_changed or {}
+    sql, updated = _update_sql(type(instance), tuple(fields), tuple(unchanged))
     values = _prepared(instance, updated, add=False)
     values.append(instance._meta.pk.get_db_prep_value(instance.pk, connection))
-    return _written(instance, sql, values, following)
+    for name, value in unchanged.items():
+        values.append(_concrete_field(type(instance), name).get_db_prep_value(value, connection))
+    return _written(instance, sql, values, following)[0]
 
 
-def _written(instance: Model, sql: str, values: list[Any], following: Sequence[Following]) -> bool:
-    """Run sql, which writes instance's row (or none) and returns its key, with the following rows."""
-    in_one_statement = bool(following) and connection.vendor == "postgresql"
+def _written(
+    instance: Model,
+    sql: str,
+    values: list[Any],
+    following: Sequence[Following],
+    *,
+    computed: str | None = None,
+    read: tuple[str, tuple[Any, ...]] | None = None,
+) -> tuple[bool, tuple[Any, ...]]:
+    """Run sql, which writes instance's row (or none) and returns its key (and the field named computed), with
+    the following rows (and on PostgreSQL the row `read` reads, after the keys): whether it wrote, and the
+    statement's row."""
+    in_one_statement = (bool(following) or read is not None) and connection.vendor == "postgresql"
     if in_one_statement:
-        specs = tuple((type(row.instance), row.takes_key, row.replaces) for row in following)
-        sql = _with_following_sql(sql, type(instance), specs)
+        specs = tuple((type(row.instance), row.takes_key, row.replaces, row.takes) for row in following)
+        sql = _with_following_sql(sql, type(instance), specs, computed)
         for row in following:
-            values += _prepared(row.instance, _inserted_fields(type(row.instance)), leave_out=row.takes_key)
+            left_out = {name for name, _ in row.takes} | ({row.takes_key} if row.takes_key is not None else set())
+            values += _prepared(row.instance, _inserted_fields(type(row.instance)), leave_out=left_out)
+        if read is not None:
+            alias = quote("read")
+            sql += f", {alias}.* FROM (SELECT 1) AS {quote('one')} LEFT JOIN ({read[0]}) AS {alias} ON TRUE"
+            values += read[1]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         returned = cursor.fetchone()
     if returned is None or returned[0] is None:
-        return False
+        return False, returned or ()
     _saved(instance, returned[0])
+    first_width = 1
+    if computed is not None:
+        setattr(instance, computed, returned[1])
+        first_width = 2
     for index, row in enumerate(following):
         if row.takes_key is not None:
             setattr(row.instance, row.takes_key, instance)
+        for name, written_name in row.takes:
+            setattr(row.instance, name, getattr(instance, written_name))
         if in_one_statement:
-            _saved(row.instance, returned[1 + index])
+            _saved(row.instance, returned[first_width + index])
         else:
             # SQLite: one statement each (no round trip to save).
             follower_sql, follower_fields = _insert_sql(type(row.instance), connection.vendor, (), row.replaces)
             with connection.cursor() as cursor:
                 cursor.execute(follower_sql, _prepared(row.instance, follower_fields))
                 _saved(row.instance, cursor.fetchone()[0])
-    return True
+    return True, returned

@@ -1,7 +1,9 @@
 """Single entries: put, update, delete, restore, expiry, and forgetting (or erasing) a user.
 
 Each function is one transaction that writes the entry, its history (MemoryEvent), when sync is
-on its sync task, and when its text changed the mark that its vector is wanted again. A local entry
+on its sync task, and when its text changed the mark that its vector is wanted again. (A put standing
+alone on PostgreSQL needs no transaction of its own: one statement creates a key, two change it, each
+atomic by itself: _put_unlocked.) A local entry
 (privacy `local`) gets no sync task; one made local has its Honcho session deleted and any remote
 vector of it dropped.
 
@@ -35,7 +37,16 @@ from memories.models import (
     SyncTask,
     new_honcho_session_id,
 )
-from memories.rows import Following, entry_columns, entry_from_row, quote, row_insert, row_update
+from memories.rows import (
+    Computed,
+    Following,
+    entry_columns,
+    entry_from_row,
+    quote,
+    row_insert,
+    row_insert_else_read,
+    row_update,
+)
 from memories.selectors import account_policy
 from memories.services.guarding import (
     KEEPS_EXPIRY,
@@ -181,6 +192,51 @@ def _insert_created(entry: MemoryEntry, *, actor: User | None) -> bool:
     return row_insert(entry, unless_conflict_on=ENTRY_IDENTITY_COLUMNS, following=following)
 
 
+@functools.cache
+def _next_version_sql() -> str:
+    """The version a key's new entry starts at, as SQL (parameters: owner id, uid, key): the one after its
+    history's latest (_last_version), 1 when it has none."""
+    event_table = quote(MemoryEvent._meta.db_table)
+    identity = f"{quote('owner_id')} = %s AND {quote('uid')} = %s AND {quote('key')} = %s"
+    return (
+        f"COALESCE((SELECT {quote('version')} FROM {event_table} WHERE {identity} "
+        f"ORDER BY {quote('id')} DESC LIMIT 1), {ABSENT_VERSION}) + 1"
+    )
+
+
+def _created_else_read(entry: MemoryEntry, *, actor: User | None) -> tuple | None:
+    """PostgreSQL: insert a new entry (its version worked out here) with its "create" event and pending vector
+    row, in one statement that also reads the version its key's history goes on from and, when the key has an
+    entry already, that entry's row. None when the entry was inserted; else the row of the entry there (as
+    entry_columns reads it), all None when a concurrent writer's came first and is not visible yet.
+
+    A key that has an entry costs its sequence a number (ON CONFLICT takes it before it finds the conflict)."""
+    following = [
+        Following(
+            _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None), takes=(("version", "version"),)
+        )
+    ]
+    wanted = embedding_wanted_row(entry)
+    if wanted is not None:
+        following.append(Following(wanted, takes_key="entry", takes=(("wanted_version", "version"),)))
+    identity = (entry.owner_id, entry.uid, entry.key)
+    return row_insert_else_read(
+        entry,
+        unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
+        following=following,
+        computed=Computed("version", _next_version_sql(), identity),
+        read=_entry_read_sql(),
+        read_params=identity,
+    )
+
+
+@functools.cache
+def _entry_read_sql() -> str:
+    """The entry (owner, uid, key), not locked (parameters: owner id, uid, key)."""
+    identity = f"{quote('owner_id')} = %s AND {quote('uid')} = %s AND {quote('key')} = %s"
+    return f"SELECT {entry_columns('found')} FROM {quote(MemoryEntry._meta.db_table)} AS found WHERE {identity}"
+
+
 def _last_version(*, owner: User, uid: str, key: str) -> int:
     """The version of the latest change in the history of (uid, key), ABSENT_VERSION when it has none.
 
@@ -280,13 +336,23 @@ def sync_outbox_record(*, owner: User, entries: Sequence[MemoryEntry], deleted: 
     account is never mirrored, nor is a local entry (its session never reaches Honcho: an entry made
     local leaves its old session behind, see `privacy_withdraw`).
     """
-    if not settings.MEMORYHUB_HONCHO_SYNC or not entries or owner.get_username() == PROBE_USERNAME:
-        return
-    shared = [entry for entry in entries if entry.privacy != Privacy.LOCAL]
+    shared = _mirrored(owner=owner, entries=entries)
     if not shared:
         return
     operation = SyncTask.Operation.DELETE if deleted else SyncTask.Operation.UPSERT
     outbox.tasks_record(shared, operation=operation, now=timezone.now())
+
+
+def _mirrors(owner: User) -> bool:
+    """Whether Honcho mirrors changes to owner's entries (its shared ones): sync is on, and owner is not the probe."""
+    return settings.MEMORYHUB_HONCHO_SYNC and owner.get_username() != PROBE_USERNAME
+
+
+def _mirrored(*, owner: User, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """Those of these entries of `owner` that a change queues for Honcho (sync_outbox_record)."""
+    if not entries or not _mirrors(owner):
+        return []
+    return [entry for entry in entries if entry.privacy != Privacy.LOCAL]
 
 
 def privacy_withdraw(*, owner: User, entries: Sequence[MemoryEntry]) -> None:
@@ -351,7 +417,43 @@ def _apply_change(
     guard_flags: str | None = None,
     expires: Expires = KEEP,
 ) -> PutResult:
+    """Change the entry, locked in the caller's transaction, recording the change (nothing when it changes
+    nothing)."""
+    result = _changed(
+        entry,
+        owner=owner,
+        value=value,
+        kind=kind,
+        meta=meta,
+        privacy=privacy,
+        actor=actor,
+        guard_flags=guard_flags,
+        expires=expires,
+        unlocked=False,
+    )
+    assert result is not None
+    return result
+
+
+def _changed(
+    entry: MemoryEntry,
+    *,
+    owner: User,
+    value: str | None,
+    kind: str | None,
+    meta: dict | None,
+    privacy: str | None,
+    actor: User | None,
+    guard_flags: str | None,
+    expires: Expires,
+    unlocked: bool,
+) -> PutResult | None:
+    """_apply_change; unlocked (PostgreSQL, outside any transaction, with the entry as read but not locked): the
+    change, its event and its vector's mark in one statement that writes only while the entry is at the version
+    read, and None, having written nothing, when it no longer is, or when the change takes more than that
+    statement (making the entry local)."""
     before = _snapshot(entry)
+    read_version = entry.version
     new_value = entry.value if value is None else value
     new_kind = entry.kind if kind is None else kind
     new_meta = entry.meta if meta is None else meta
@@ -367,6 +469,8 @@ def _apply_change(
         return PutResult(entry=entry, created=False, changed=False)
     fields = ["value", "value_folded", "kind", "meta", "privacy", "expires", "version", "updated"]
     if new_privacy == Privacy.LOCAL and entry.privacy != Privacy.LOCAL:
+        if unlocked:
+            return None
         privacy_withdraw(owner=owner, entries=[entry])
         fields.append("honcho_session_id")
     entry.value, entry.kind, entry.meta, entry.privacy = new_value, new_kind, new_meta, new_privacy
@@ -383,7 +487,11 @@ def _apply_change(
         wanted = embedding_wanted_row(entry)
         if wanted is not None:
             following.append(Following(wanted, takes_key="entry", replaces=WANTED_AGAIN))
-    if not row_update(entry, fields, following=following):
+    if not row_update(
+        entry, fields, following=following, unless_changed={"version": read_version} if unlocked else None
+    ):
+        if unlocked:
+            return None
         raise IntegrityError(f"{entry.uid}/{entry.key} was removed while locked; nothing was written")
     sync_outbox_record(owner=owner, entries=[entry])
     return PutResult(entry=entry, created=False, changed=True)
@@ -423,6 +531,9 @@ def entry_put(
     rule is stored with its flags, or, when the account holds such writes, stored as a HeldWrite
     only, and WriteHeld is raised once that is committed (nothing else is written). guard_decision
     is for callers that scanned already (a batch); approving a held write passes a clean one.
+
+    On PostgreSQL, outside any transaction, a put the guard lets through and Honcho does not mirror is
+    written without BEGIN, locked read or COMMIT (_put_unlocked); it writes what the locked path would.
     """
     check_uid(uid)
     check_key(key)
@@ -436,6 +547,29 @@ def entry_put(
     now = timezone.now()
     new_expires = _expiry(expires=expires, ttl=ttl, now=now)
     decision = guard_decision if guard_decision is not None else guard_decide(owner=owner, key=key, value=value)
+    if (
+        connection.vendor == "postgresql"
+        and not connection.in_atomic_block
+        and expected_version in (None, ABSENT_VERSION)
+        and not decision.hold
+        and not _mirrors(owner)
+    ):
+        put = _put_unlocked(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=value,
+            kind=kind,
+            meta=meta,
+            privacy=privacy,
+            expires=new_expires,
+            now=now,
+            actor=actor,
+            expected_version=expected_version,
+            decision=decision,
+        )
+        if put is not None:
+            return put
     with transaction.atomic():
         outcome = _put_locked(
             owner=owner,
@@ -455,6 +589,86 @@ def entry_put(
     if isinstance(outcome, HeldWrite):
         raise WriteHeld(outcome)
     return outcome
+
+
+# Per (owner id, uid), whether this process's last put of the user outside a transaction (_put_unlocked) found
+# its key's entry there: when it did, the next reads the entry first (a cheap statement) rather than trying to
+# create it first (the costlier one, wasted on a key that has an entry). A guess for speed alone: either way
+# the put writes the same. Forgotten whole past CHANGES_SEEN_USERS users.
+_CHANGES_SEEN: dict[tuple[int, str], bool] = {}
+CHANGES_SEEN_USERS = 10_000
+
+
+def _entry_read(*, owner_id: int, uid: str, key: str) -> tuple | None:
+    """The row of the entry (owner, uid, key) as entry_columns reads it, not locked; None when there is none."""
+    with connection.cursor() as cursor:
+        cursor.execute(_entry_read_sql(), [owner_id, uid, key])
+        return cursor.fetchone()
+
+
+def _put_unlocked(
+    *,
+    owner: User,
+    uid: str,
+    key: str,
+    value: str,
+    kind: str | None,
+    meta: dict | None,
+    privacy: str | None,
+    expires: Expires,
+    now: datetime,
+    actor: User | None,
+    expected_version: int | None,
+    decision: GuardDecision,
+) -> PutResult | None:
+    """entry_put on PostgreSQL outside any transaction, for a write the guard lets through and Honcho does not
+    mirror: each statement is atomic by itself, so no BEGIN, locked read or COMMIT. A new key is one statement
+    (_created_else_read), where the locked path (_put_locked) takes four round trips; a key that has an entry is
+    two, that statement (which reads the entry) and the change (_changed, which writes only while the entry is
+    at the version read). None, having written nothing, when a concurrent writer's entry is not visible yet,
+    the entry has expired, it changed in between, or the change makes it local: the caller then takes the
+    locked path."""
+    entry = _entry_new(
+        owner=owner,
+        uid=uid,
+        key=key,
+        value=value,
+        kind=kind,
+        meta=meta,
+        privacy=privacy,
+        expires=expires,
+        now=now,
+        version=ABSENT_VERSION + 1,
+        decision=decision,
+    )
+    user = (owner.pk, uid)
+    found = _entry_read(owner_id=owner.pk, uid=uid, key=key) if _CHANGES_SEEN.get(user, False) else None
+    if found is None:
+        found = _created_else_read(entry, actor=actor)
+        if found is None:
+            _CHANGES_SEEN[user] = False
+            return PutResult(entry=entry, created=True, changed=True)
+        if found[0] is None:
+            return None
+    if len(_CHANGES_SEEN) >= CHANGES_SEEN_USERS:
+        _CHANGES_SEEN.clear()
+    _CHANGES_SEEN[user] = True
+    existing = entry_from_row(found)
+    if existing.expired(now):
+        return None
+    _check_expected(existing, expected_version)
+    return _changed(
+        existing,
+        owner=owner,
+        value=value,
+        kind=kind,
+        meta=meta,
+        privacy=privacy,
+        actor=actor,
+        guard_flags=decision.flags,
+        expires=expires,
+        unlocked=True,
+    )
 
 
 def _put_locked(
@@ -494,20 +708,18 @@ def _put_locked(
         return held
     attempts = 0
     while entry is None:
-        entry = MemoryEntry(
+        entry = _entry_new(
             owner=owner,
             uid=uid,
             key=key,
             value=value,
-            kind=kind or DEFAULT_KIND,
-            meta=meta if meta is not None else {},
-            privacy=privacy or account_default_privacy(owner),
-            expires=None if expires is KEEP else expires,
-            created=now,
-            updated=now,
+            kind=kind,
+            meta=meta,
+            privacy=privacy,
+            expires=expires,
+            now=now,
             version=latest_version + 1,
-            honcho_session_id=new_honcho_session_id(),
-            guard_flags=decision.flags,
+            decision=decision,
         )
         if _insert_created(entry, actor=actor):
             sync_outbox_record(owner=owner, entries=[entry])
@@ -532,6 +744,38 @@ def _put_locked(
         actor=actor,
         guard_flags=decision.flags,
         expires=expires,
+    )
+
+
+def _entry_new(
+    *,
+    owner: User,
+    uid: str,
+    key: str,
+    value: str,
+    kind: str | None,
+    meta: dict | None,
+    privacy: str | None,
+    expires: Expires,
+    now: datetime,
+    version: int,
+    decision: GuardDecision,
+) -> MemoryEntry:
+    """A new entry as a put creates it (not saved): kind, meta and privacy left as None take the defaults."""
+    return MemoryEntry(
+        owner=owner,
+        uid=uid,
+        key=key,
+        value=value,
+        kind=kind or DEFAULT_KIND,
+        meta=meta if meta is not None else {},
+        privacy=privacy or account_default_privacy(owner),
+        expires=None if expires is KEEP else expires,
+        created=now,
+        updated=now,
+        version=version,
+        honcho_session_id=new_honcho_session_id(),
+        guard_flags=decision.flags,
     )
 
 

@@ -11,7 +11,7 @@ from memories import search, selectors, services
 from memories.api.serializers import EntrySerializer, SearchResultSerializer, entry_page_data, search_page_data
 from memories.filters import EntryFilter
 from memories.models import EntryEmbedding, MemoryEntry, MemoryEvent, Privacy
-from memories.rows import Following, entries_from_rows, entry_columns, quote, row_insert
+from memories.rows import Computed, Following, entries_from_rows, entry_columns, quote, row_insert
 from memories.services.entries import ENTRY_IDENTITY_COLUMNS
 
 FIELDS = [field.attname for field in MemoryEntry._meta.concrete_fields]
@@ -179,6 +179,31 @@ def test_rows_following_an_insert_that_meets_the_same_key_are_not_inserted(owner
 
     assert event.pk is None
     assert not MemoryEvent.objects.filter(value_after="a concurrent write").exists()
+
+
+def test_a_computed_field_is_written_as_the_database_works_it_out_and_taken_by_the_rows_that_follow(owner, entries):
+    now = timezone.now()
+    entry = MemoryEntry(owner=owner, uid="alice", key="new", value="fresh", created=now, updated=now, version=1)
+    event = _event(owner, "new", "fresh")
+    vector = EntryEmbedding(owner_id=owner.pk, uid="alice", wanted_version=1)
+    # One more than the number of alice's entries (the fixture's ten, and "tea").
+    counted = Computed("version", 'SELECT count(*) + 1 FROM "memories_memoryentry" WHERE "uid" = %s', ("alice",))
+
+    assert row_insert(
+        entry,
+        unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
+        following=[
+            Following(event, takes=(("version", "version"),)),
+            Following(vector, takes_key="entry", takes=(("wanted_version", "version"),)),
+        ],
+        computed=counted,
+    )
+
+    expected = MemoryEntry.objects.filter(uid="alice").count()
+    assert (entry.version, event.version, vector.wanted_version) == (expected, expected, expected)
+    assert MemoryEntry.objects.get(pk=entry.pk).version == expected
+    assert MemoryEvent.objects.get(pk=event.pk).version == expected
+    assert EntryEmbedding.objects.get(entry=entry).wanted_version == expected
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite keeps text of any length in a varchar")

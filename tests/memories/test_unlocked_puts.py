@@ -1,0 +1,198 @@
+"""A put standing alone on PostgreSQL, outside any transaction: one statement creates a key, two change it.
+
+Each statement is atomic by itself, so such a put takes no BEGIN, locked read or COMMIT. What a user must
+still find is what the locked path gives: versions that go on from the key's history and never repeat, every
+change in the history, nothing lost to a writer who came in between, an expired entry created anew.
+"""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memories import services
+from memories.models import EntryEmbedding, MemoryEntry, MemoryEvent, SyncTask
+from memories.services import entries
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="one statement per put is PostgreSQL's"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _vectors_wanted(settings):
+    # A created entry is marked for its vector in the same statement (the local model is not run here).
+    settings.MEMORYHUB_EMBEDDINGS = "local"
+    entries._CHANGES_SEEN.clear()
+
+
+def _history(owner, key: str) -> list[tuple[str, int, str | None, str | None]]:
+    return list(
+        MemoryEvent.objects.filter(owner=owner, uid="alice", key=key)
+        .order_by("id")
+        .values_list("action", "version", "value_before", "value_after")
+    )
+
+
+def test_a_put_that_creates_a_key_is_one_statement(owner, owner_api, django_assert_num_queries):
+    # The token, its account and the account's policy are read by the first request, then kept by the process.
+    owner_api.get("/api/v1/users/alice/memories/")
+    with django_assert_num_queries(1):
+        response = owner_api.put("/api/v1/users/alice/memories/tea", {"value": "green"}, format="json")
+    assert (response.status_code, response.json()["version"]) == (201, 1)
+    entry = MemoryEntry.objects.get(owner=owner, uid="alice", key="tea")
+    assert (entry.version, entry.value) == (1, "green")
+    assert _history(owner, "tea") == [("create", 1, None, "green")]
+    assert EntryEmbedding.objects.get(entry=entry).wanted_version == 1
+
+
+def test_a_key_created_again_goes_on_from_its_history(owner):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    services.entry_put(owner=owner, uid="alice", key="tea", value="black")
+    services.entry_delete(owner=owner, uid="alice", key="tea")
+    result = services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
+    assert (result.created, result.entry.version) == (True, 3)
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("update", 2, "green", "black"),
+        ("delete", 2, "black", None),
+        ("create", 3, None, "oolong"),
+    ]
+    entry = MemoryEntry.objects.get(owner=owner, uid="alice", key="tea")
+    assert (entry.version, EntryEmbedding.objects.get(entry=entry).wanted_version) == (3, 3)
+
+
+def test_a_put_that_changes_a_key_is_two_statements_and_records_the_change(owner, owner_api, django_assert_num_queries):
+    def put(body: dict) -> dict:
+        response = owner_api.put("/api/v1/users/alice/memories/tea", body, format="json")
+        assert response.status_code in (200, 201)
+        return response.json()
+
+    put({"value": "green"})
+    # The user's last put created its key: this one tries to create first, and finds the entry in that statement.
+    with django_assert_num_queries(2):
+        second = put({"value": "black", "kind": "preference"})
+    # The last found its key: this one reads first.
+    with django_assert_num_queries(2):
+        third = put({"value": "oolong"})
+    # Nothing to change: read, and nothing written.
+    with django_assert_num_queries(1):
+        same = put({"value": "oolong"})
+    assert [shown["version"] for shown in (second, third, same)] == [2, 3, 3]
+    entry = MemoryEntry.objects.get(owner=owner, uid="alice", key="tea")
+    assert (entry.value, entry.kind, entry.version) == ("oolong", "preference", 3)
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("update", 2, "green", "black"),
+        ("update", 3, "black", "oolong"),
+    ]
+    assert EntryEmbedding.objects.get(entry=entry).wanted_version == 3
+
+
+def test_a_change_made_between_the_read_and_the_write_is_kept(owner, monkeypatch):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    real_read = entries._created_else_read
+
+    def read_then_another_writes(entry, *, actor):
+        found = real_read(entry, actor=actor)
+        # Another writer changes the entry after this put read it (each statement commits on its own here).
+        services.entry_update(owner=owner, uid="alice", key="tea", value="theirs")
+        return found
+
+    monkeypatch.setattr(entries, "_created_else_read", read_then_another_writes)
+    result = services.entry_put(owner=owner, uid="alice", key="tea", value="ours")
+    assert (result.created, result.entry.version, result.entry.value) == (False, 3, "ours")
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("update", 2, "green", "theirs"),
+        ("update", 3, "theirs", "ours"),
+    ]
+
+
+def test_an_entry_deleted_between_the_read_and_the_write_is_created_again(owner, monkeypatch):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    real_read = entries._created_else_read
+
+    def read_then_another_deletes(entry, *, actor):
+        found = real_read(entry, actor=actor)
+        services.entry_delete(owner=owner, uid="alice", key="tea")
+        return found
+
+    monkeypatch.setattr(entries, "_created_else_read", read_then_another_deletes)
+    result = services.entry_put(owner=owner, uid="alice", key="tea", value="ours")
+    assert (result.created, result.entry.version) == (True, 2)
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("delete", 1, "green", None),
+        ("create", 2, None, "ours"),
+    ]
+
+
+def test_an_expired_entry_is_recorded_as_expired_and_its_key_created_anew(owner):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green", ttl=60)
+    MemoryEntry.objects.filter(owner=owner, key="tea").update(expires=timezone.now() - timedelta(seconds=1))
+    result = services.entry_put(owner=owner, uid="alice", key="tea", value="black")
+    assert (result.created, result.entry.version, result.entry.expires) == (True, 2, None)
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("expire", 1, "green", None),
+        ("create", 2, None, "black"),
+    ]
+
+
+def test_a_create_only_put_of_a_key_that_has_an_entry_conflicts_and_writes_nothing(owner):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    with pytest.raises(services.VersionConflict) as conflict:
+        services.entry_put(owner=owner, uid="alice", key="tea", value="black", expected_version=0)
+    assert conflict.value.current == 1
+    assert MemoryEntry.objects.get(owner=owner, key="tea").value == "green"
+    assert _history(owner, "tea") == [("create", 1, None, "green")]
+
+
+def test_making_an_entry_local_takes_its_session_out_of_honcho(owner):
+    created = services.entry_put(owner=owner, uid="alice", key="tea", value="green", privacy="shared")
+    result = services.entry_put(owner=owner, uid="alice", key="tea", value="green", privacy="local")
+    assert (result.changed, result.entry.version, result.entry.privacy) == (True, 2, "local")
+    entry = MemoryEntry.objects.get(owner=owner, key="tea")
+    assert entry.privacy == "local"
+    assert entry.honcho_session_id != created.entry.honcho_session_id
+
+
+def test_with_honcho_sync_on_each_put_is_queued_for_honcho(owner, settings):
+    settings.MEMORYHUB_HONCHO_SYNC = True
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    services.entry_put(owner=owner, uid="alice", key="tea", value="black")
+    entry = MemoryEntry.objects.get(owner=owner, key="tea")
+    assert SyncTask.objects.filter(session_id=entry.honcho_session_id).exists()
+
+
+def test_concurrent_puts_of_one_new_key_create_it_once_and_never_repeat_a_version(owner):
+    writers = 6
+    start = threading.Barrier(writers, timeout=10)
+    errors: list[BaseException] = []
+
+    def put(number: int) -> None:
+        try:
+            start.wait()
+            services.entry_put(owner=owner, uid="alice", key="tea", value=f"cup {number}")
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread to fail it
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=put, args=(number,)) for number in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    history = _history(owner, "tea")
+    assert [action for action, *_ in history] == ["create"] + ["update"] * (writers - 1)
+    assert [version for _, version, *_ in history] == list(range(1, writers + 1))
+    # Each update's value before is the value the one before it wrote: no change was lost.
+    assert [before for _, _, before, _ in history[1:]] == [after for *_, after in history[:-1]]
+    entry = MemoryEntry.objects.get(owner=owner, key="tea")
+    assert (entry.version, entry.value) == (writers, history[-1][3])
