@@ -359,7 +359,23 @@ def row_insert(
     computed: a field whose value the database works out as it inserts the row (Computed), set on the instance
     from what was written, and on the following rows' fields that take it (Following.takes).
     """
-    return _inserted(instance, unless_conflict_on, following, computed, None)[0]
+    return row_insert_prepare(
+        instance, unless_conflict_on=unless_conflict_on, following=following, computed=computed
+    ).run()
+
+
+def row_insert_prepare(
+    instance: Model,
+    *,
+    unless_conflict_on: tuple[str, ...] = (),
+    following: Sequence[Following] = (),
+    computed: Computed | None = None,
+) -> "PreparedWrite":
+    """row_insert's statements written and their values prepared, every row's, to be run later (run(), once):
+    for a caller that prepares them before taking the database's write lock, so that holding it costs only the
+    statements themselves. A following row's fields that take the written row's key or values (takes_key,
+    Following.takes) are set when it runs."""
+    return _insert_prepare(instance, unless_conflict_on, following, computed, None)
 
 
 def row_insert_else_read(
@@ -377,24 +393,24 @@ def row_insert_else_read(
     else read's row, its columns all None when it read none (the conflicting row was a concurrent writer's)."""
     if connection.vendor != "postgresql":
         raise ValueError("row_insert_else_read writes and reads in one statement: PostgreSQL's data-modifying WITH")
-    written, row = _inserted(instance, unless_conflict_on, following, computed, (read, tuple(read_params)))
-    if written:
+    write = _insert_prepare(instance, unless_conflict_on, following, computed, (read, tuple(read_params)))
+    if write.run():
         return None
-    return row[1 + (computed is not None) + len(following) :]
+    return write.returned[1 + (computed is not None) + len(following) :]
 
 
-def _inserted(
+def _insert_prepare(
     instance: Model,
     unless_conflict_on: tuple[str, ...],
     following: Sequence[Following],
     computed: Computed | None,
     read: tuple[str, tuple[Any, ...]] | None,
-) -> tuple[bool, tuple[Any, ...]]:
+) -> "PreparedWrite":
     if not instance._state.adding:
         raise ValueError(f"{instance!r} is saved already: row_insert inserts new rows only")
     computed_sql = (computed.field, computed.sql) if computed is not None else None
     sql, fields = _insert_sql(type(instance), connection.vendor, unless_conflict_on, (), computed_sql)
-    return _written(
+    return PreparedWrite(
         instance,
         sql,
         _prepared_computed(instance, fields, computed),
@@ -424,53 +440,92 @@ def row_update(
     values.append(instance._meta.pk.get_db_prep_value(instance.pk, connection))
     for name, value in unchanged.items():
         values.append(_concrete_field(type(instance), name).get_db_prep_value(value, connection))
-    return _written(instance, sql, values, following)[0]
+    return PreparedWrite(instance, sql, values, following).run()
 
 
-def _written(
-    instance: Model,
-    sql: str,
-    values: list[Any],
-    following: Sequence[Following],
-    *,
-    computed: str | None = None,
-    read: tuple[str, tuple[Any, ...]] | None = None,
-) -> tuple[bool, tuple[Any, ...]]:
-    """Run sql, which writes instance's row (or none) and returns its key (and the field named computed), with
-    the following rows (and on PostgreSQL the row `read` reads, after the keys): whether it wrote, and the
-    statement's row."""
-    in_one_statement = (bool(following) or read is not None) and connection.vendor == "postgresql"
-    if in_one_statement:
-        specs = tuple((type(row.instance), row.takes_key, row.replaces, row.takes) for row in following)
-        sql = _with_following_sql(sql, type(instance), specs, computed)
-        for row in following:
-            left_out = {name for name, _ in row.takes} | ({row.takes_key} if row.takes_key is not None else set())
-            values += _prepared(row.instance, _inserted_fields(type(row.instance)), leave_out=left_out)
-        if read is not None:
-            alias = quote("read")
-            sql += f", {alias}.* FROM (SELECT 1) AS {quote('one')} LEFT JOIN ({read[0]}) AS {alias} ON TRUE"
-            values += read[1]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        returned = cursor.fetchone()
-    if returned is None or returned[0] is None:
-        return False, returned or ()
-    _saved(instance, returned[0])
-    first_width = 1
-    if computed is not None:
-        setattr(instance, computed, returned[1])
-        first_width = 2
-    for index, row in enumerate(following):
-        if row.takes_key is not None:
-            setattr(row.instance, row.takes_key, instance)
-        for name, written_name in row.takes:
-            setattr(row.instance, name, getattr(instance, written_name))
-        if in_one_statement:
-            _saved(row.instance, returned[first_width + index])
+@dataclass(frozen=True)
+class _FollowingStatement:
+    """SQLite: a following row's INSERT, its values prepared, and where in them the values it takes from the
+    written row go: (index, field, name of the written row's field, None for its key)."""
+
+    row: Following
+    sql: str
+    values: list[Any]
+    taken: tuple[tuple[int, Field, str | None], ...]
+
+
+class PreparedWrite:
+    """A statement that writes one row (or none) and returns its key (and the field named computed), with the
+    rows following it (on PostgreSQL in the same statement, and the row `read` reads, after the keys), its
+    values prepared: run() runs it, once, and says whether it wrote; `returned` is then the statement's row."""
+
+    def __init__(
+        self,
+        instance: Model,
+        sql: str,
+        values: list[Any],
+        following: Sequence[Following],
+        *,
+        computed: str | None = None,
+        read: tuple[str, tuple[Any, ...]] | None = None,
+    ) -> None:
+        self.instance, self.following, self.computed = instance, following, computed
+        self.returned: tuple[Any, ...] = ()
+        self.in_one_statement = (bool(following) or read is not None) and connection.vendor == "postgresql"
+        self.followers: list[_FollowingStatement] = []
+        if self.in_one_statement:
+            specs = tuple((type(row.instance), row.takes_key, row.replaces, row.takes) for row in following)
+            sql = _with_following_sql(sql, type(instance), specs, computed)
+            for row in following:
+                left_out = {name for name, _ in row.takes} | ({row.takes_key} if row.takes_key is not None else set())
+                values += _prepared(row.instance, _inserted_fields(type(row.instance)), leave_out=left_out)
+            if read is not None:
+                alias = quote("read")
+                sql += f", {alias}.* FROM (SELECT 1) AS {quote('one')} LEFT JOIN ({read[0]}) AS {alias} ON TRUE"
+                values += read[1]
         else:
-            # SQLite: one statement each (no round trip to save).
-            follower_sql, follower_fields = _insert_sql(type(row.instance), connection.vendor, (), row.replaces)
+            for row in following:
+                # SQLite: one statement each (no round trip to save), prepared now.
+                follower_sql, fields = _insert_sql(type(row.instance), connection.vendor, (), row.replaces)
+                taken_names: dict[str, str | None] = dict(row.takes)
+                if row.takes_key is not None:
+                    taken_names[row.takes_key] = None
+                taken = tuple(
+                    (index, field, taken_names[field.name])
+                    for index, field in enumerate(fields)
+                    if field.name in taken_names
+                )
+                self.followers.append(_FollowingStatement(row, follower_sql, _prepared(row.instance, fields), taken))
+        self.sql, self.values = sql, values
+
+    def run(self) -> bool:
+        instance = self.instance
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, self.values)
+            returned = cursor.fetchone()
+        self.returned = returned or ()
+        if returned is None or returned[0] is None:
+            return False
+        _saved(instance, returned[0])
+        first_width = 1
+        if self.computed is not None:
+            setattr(instance, self.computed, returned[1])
+            first_width = 2
+        for row in self.following:
+            if row.takes_key is not None:
+                setattr(row.instance, row.takes_key, instance)
+            for name, written_name in row.takes:
+                setattr(row.instance, name, getattr(instance, written_name))
+        if self.in_one_statement:
+            for index, row in enumerate(self.following):
+                _saved(row.instance, returned[first_width + index])
+            return True
+        for follower in self.followers:
+            values = list(follower.values)
+            for index, field, source in follower.taken:
+                value = instance.pk if source is None else getattr(instance, source)
+                values[index] = field.get_db_prep_save(value, connection)
             with connection.cursor() as cursor:
-                cursor.execute(follower_sql, _prepared(row.instance, follower_fields))
-                _saved(row.instance, cursor.fetchone()[0])
-    return True, returned
+                cursor.execute(follower.sql, values)
+                _saved(follower.row.instance, cursor.fetchone()[0])
+        return True

@@ -40,11 +40,13 @@ from memories.models import (
 from memories.rows import (
     Computed,
     Following,
+    PreparedWrite,
     entry_columns,
     entry_from_row,
     quote,
     row_insert,
     row_insert_else_read,
+    row_insert_prepare,
     row_update,
 )
 from memories.selectors import account_policy
@@ -211,6 +213,20 @@ def _created_else_read(entry: MemoryEntry, *, actor: User | None) -> tuple | Non
     entry_columns reads it), all None when a concurrent writer's came first and is not visible yet.
 
     A key that has an entry costs its sequence a number (ON CONFLICT takes it before it finds the conflict)."""
+    identity = (entry.owner_id, entry.uid, entry.key)
+    return row_insert_else_read(
+        entry,
+        unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
+        following=_creation_following(entry, actor=actor),
+        computed=Computed("version", _next_version_sql(), identity),
+        read=_entry_read_sql(),
+        read_params=identity,
+    )
+
+
+def _creation_following(entry: MemoryEntry, *, actor: User | None) -> list[Following]:
+    """The rows a new entry whose version the database works out (_next_version_sql) is written with: its
+    "create" event and, when vectors are wanted, its pending vector row, each taking that version."""
     following = [
         Following(
             _event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None), takes=(("version", "version"),)
@@ -219,14 +235,18 @@ def _created_else_read(entry: MemoryEntry, *, actor: User | None) -> tuple | Non
     wanted = embedding_wanted_row(entry)
     if wanted is not None:
         following.append(Following(wanted, takes_key="entry", takes=(("wanted_version", "version"),)))
-    identity = (entry.owner_id, entry.uid, entry.key)
-    return row_insert_else_read(
+    return following
+
+
+def _creation_prepare(entry: MemoryEntry, *, actor: User | None) -> PreparedWrite:
+    """SQLite: the new entry's INSERT (ON CONFLICT DO NOTHING), its version worked out as it is inserted, and
+    the rows that follow it, prepared before the transaction so the write lock is held for the statements
+    alone (memoryhub/sqlite/base.py: the other worker's writes wait that long)."""
+    return row_insert_prepare(
         entry,
         unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
-        following=following,
-        computed=Computed("version", _next_version_sql(), identity),
-        read=_entry_read_sql(),
-        read_params=identity,
+        following=_creation_following(entry, actor=actor),
+        computed=Computed("version", _next_version_sql(), (entry.owner_id, entry.uid, entry.key)),
     )
 
 
@@ -570,7 +590,36 @@ def entry_put(
         )
         if put is not None:
             return put
+    user = (owner.pk, uid)
+    creation: PreparedWrite | None = None
+    if (
+        connection.vendor == "sqlite"
+        and not connection.in_atomic_block
+        and expected_version in (None, ABSENT_VERSION)
+        and not decision.hold
+        and not _CHANGES_SEEN.get(user, False)
+    ):
+        created = _entry_new(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=value,
+            kind=kind,
+            meta=meta,
+            privacy=privacy,
+            expires=new_expires,
+            now=now,
+            version=ABSENT_VERSION + 1,
+            decision=decision,
+        )
+        creation = _creation_prepare(created, actor=actor)
     with transaction.atomic():
+        if creation is not None:
+            if creation.run():
+                sync_outbox_record(owner=owner, entries=[created])
+                return PutResult(entry=created, created=True, changed=True)
+            # The key has an entry (expired, perhaps): the locked path below, which reads it.
+            _changes_seen(user, True)
         outcome = _put_locked(
             owner=owner,
             uid=uid,
@@ -588,15 +637,22 @@ def entry_put(
         )
     if isinstance(outcome, HeldWrite):
         raise WriteHeld(outcome)
+    _changes_seen(user, not outcome.created)
     return outcome
 
 
-# Per (owner id, uid), whether this process's last put of the user outside a transaction (_put_unlocked) found
-# its key's entry there: when it did, the next reads the entry first (a cheap statement) rather than trying to
-# create it first (the costlier one, wasted on a key that has an entry). A guess for speed alone: either way
+# Per (owner id, uid), whether this process's last put of the user outside a transaction found its key's entry
+# there: when it did, the next reads the entry first (a cheap statement) rather than preparing and trying to
+# create it first (the costlier way, wasted on a key that has an entry). A guess for speed alone: either way
 # the put writes the same. Forgotten whole past CHANGES_SEEN_USERS users.
 _CHANGES_SEEN: dict[tuple[int, str], bool] = {}
 CHANGES_SEEN_USERS = 10_000
+
+
+def _changes_seen(user: tuple[int, str], seen: bool) -> None:
+    if len(_CHANGES_SEEN) >= CHANGES_SEEN_USERS:
+        _CHANGES_SEEN.clear()
+    _CHANGES_SEEN[user] = seen
 
 
 def _entry_read(*, owner_id: int, uid: str, key: str) -> tuple | None:
@@ -646,13 +702,11 @@ def _put_unlocked(
     if found is None:
         found = _created_else_read(entry, actor=actor)
         if found is None:
-            _CHANGES_SEEN[user] = False
+            _changes_seen(user, False)
             return PutResult(entry=entry, created=True, changed=True)
         if found[0] is None:
             return None
-    if len(_CHANGES_SEEN) >= CHANGES_SEEN_USERS:
-        _CHANGES_SEEN.clear()
-    _CHANGES_SEEN[user] = True
+    _changes_seen(user, True)
     existing = entry_from_row(found)
     if existing.expired(now):
         return None
