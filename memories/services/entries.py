@@ -684,22 +684,22 @@ def _put_unlocked(
     at the version read). None, having written nothing, when a concurrent writer's entry is not visible yet,
     the entry has expired, it changed in between, or the change makes it local: the caller then takes the
     locked path."""
-    entry = _entry_new(
-        owner=owner,
-        uid=uid,
-        key=key,
-        value=value,
-        kind=kind,
-        meta=meta,
-        privacy=privacy,
-        expires=expires,
-        now=now,
-        version=ABSENT_VERSION + 1,
-        decision=decision,
-    )
     user = (owner.pk, uid)
     found = _entry_read(owner_id=owner.pk, uid=uid, key=key) if _CHANGES_SEEN.get(user, False) else None
     if found is None:
+        entry = _entry_new(
+            owner=owner,
+            uid=uid,
+            key=key,
+            value=value,
+            kind=kind,
+            meta=meta,
+            privacy=privacy,
+            expires=expires,
+            now=now,
+            version=ABSENT_VERSION + 1,
+            decision=decision,
+        )
         found = _created_else_read(entry, actor=actor)
         if found is None:
             _changes_seen(user, False)
