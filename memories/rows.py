@@ -175,8 +175,8 @@ class Following:
     instance: Model
     takes_key: str | None = None
     replaces: tuple[str, ...] = ()
-    # (field of instance, field of the written row): fields set to the written row's value of another field,
-    # as the database wrote it (a Computed one, say).
+    # (field of instance, field of the written row): fields set to the value the database worked out for the
+    # written row's Computed field (the only field of it a following row may take, besides its key).
     takes: tuple[tuple[str, str], ...] = ()
 
 
@@ -470,6 +470,13 @@ class PreparedWrite:
         read: tuple[str, tuple[Any, ...]] | None = None,
     ) -> None:
         self.instance, self.following, self.computed = instance, following, computed
+        for row in following:
+            for name, written_name in row.takes:
+                if written_name != computed:
+                    raise ValueError(
+                        f"{type(row.instance).__name__}.{name} takes {written_name}, which is not the written row's "
+                        f"computed field ({computed}): a following row takes that field alone, besides the key"
+                    )
         self.returned: tuple[Any, ...] = ()
         self.in_one_statement = (bool(following) or read is not None) and connection.vendor == "postgresql"
         self.followers: list[_FollowingStatement] = []

@@ -641,10 +641,10 @@ def entry_put(
     return outcome
 
 
-# Per (owner id, uid), whether this process's last put of the user outside a transaction found its key's entry
-# there: when it did, the next reads the entry first (a cheap statement) rather than preparing and trying to
-# create it first (the costlier way, wasted on a key that has an entry). A guess for speed alone: either way
-# the put writes the same. Forgotten whole past CHANGES_SEEN_USERS users.
+# Per (owner id, uid), whether this process's last put of the user (standing alone or not) found its key's entry
+# there: when it did, the next put standing alone reads the entry first (a cheap statement) rather than
+# preparing and trying to create it first (the costlier way, wasted on a key that has an entry). A guess for
+# speed alone: either way the put writes the same. Forgotten whole past CHANGES_SEEN_USERS users.
 _CHANGES_SEEN: dict[tuple[int, str], bool] = {}
 CHANGES_SEEN_USERS = 10_000
 

@@ -302,3 +302,19 @@ def test_a_database_whose_datestyle_writes_dates_otherwise_still_shows_every_tim
         with connection.cursor() as cursor:
             cursor.execute(f'ALTER DATABASE "{name}" RESET datestyle')
         connection.close()
+
+
+def test_a_following_row_may_take_the_computed_field_alone(owner, entries):
+    now = timezone.now()
+    entry = MemoryEntry(owner=owner, uid="alice", key="new", value="fresh", created=now, updated=now, version=1)
+    event = _event(owner, "new", "fresh")
+
+    with pytest.raises(ValueError, match="value_after takes value"):
+        row_insert(
+            entry,
+            unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
+            following=[Following(event, takes=(("value_after", "value"),))],
+            computed=Computed("version", "SELECT 1", ()),
+        )
+
+    assert not MemoryEntry.objects.filter(owner=owner, key="new").exists()
