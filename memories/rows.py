@@ -197,23 +197,33 @@ def _insert_sql(
     conflict: tuple[str, ...],
     replaces: tuple[str, ...] = (),
     computed: tuple[str, str] | None = None,
+    unless_read: str | None = None,
 ) -> tuple[str, tuple[Field, ...]]:
     """INSERT of one new row of model (every concrete field but its auto primary key) returning that key,
     with ON CONFLICT (conflict) DO NOTHING when conflict names columns, or when replaces names fields, ON
     CONFLICT on the primary key DO UPDATE those fields; and the fields in VALUES' order. computed, a field's
     name and an SQL expression, writes that expression in the field's place and returns the field after the
-    key (its parameters go where the field's value would)."""
+    key (its parameters go where the field's value would). unless_read, a SELECT: the row is inserted only when
+    it reads none (its parameters follow the fields')."""
     meta = model._meta
     fields = _inserted_fields(model)
     columns = ", ".join(quote(str(field.column)) for field in fields)
-    placeholders = ", ".join(
-        f"({computed[1]})" if computed is not None and field.name == computed[0] else "%s" for field in fields
-    )
+
+    def placeholder(field: Field) -> str:
+        if computed is not None and field.name == computed[0]:
+            return f"({computed[1]})"
+        # Selected values have no column to take their type from, as VALUES' do: each is cast to its column's.
+        return f"CAST(%s AS {_cast_type(field)})" if unless_read is not None else "%s"
+
+    placeholders = ", ".join(placeholder(field) for field in fields)
     on_conflict = _on_conflict(model, conflict, replaces)
     returning = quote(str(meta.pk.column))
     if computed is not None:
         returning += f", {quote(str(_concrete_field(model, computed[0]).column))}"
-    sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders}){on_conflict} RETURNING {returning}"
+    rows = (
+        f"VALUES ({placeholders})" if unless_read is None else f"SELECT {placeholders} WHERE NOT EXISTS ({unless_read})"
+    )
+    sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) {rows}{on_conflict} RETURNING {returning}"
     return sql, fields
 
 
@@ -387,10 +397,11 @@ def row_insert_else_read(
     read: str,
     read_params: Sequence[Any],
 ) -> tuple[Any, ...] | None:
-    """PostgreSQL: row_insert, in the same one statement as `read` (a SELECT of one row at most, with
-    read_params), which reads as the statement began, so never the row it inserts: the row that kept it from
-    being inserted, when that one was there before the statement began. None when the instance was inserted;
-    else read's row, its columns all None when it read none (the conflicting row was a concurrent writer's)."""
+    """PostgreSQL: row_insert in one statement with `read` (a SELECT of one row at most, with read_params),
+    which reads as the statement began: the instance is inserted only when read reads no row then (and no
+    concurrent writer's row conflicts with it). None when it was inserted; else read's row, its columns all
+    None when read found none (a concurrent writer's row came first). A row read is never waited for, even
+    while another transaction is changing or removing it."""
     if connection.vendor != "postgresql":
         raise ValueError("row_insert_else_read writes and reads in one statement: PostgreSQL's data-modifying WITH")
     write = _insert_prepare(instance, unless_conflict_on, following, computed, (read, tuple(read_params)))
@@ -409,11 +420,15 @@ def _insert_prepare(
     if not instance._state.adding:
         raise ValueError(f"{instance!r} is saved already: row_insert inserts new rows only")
     computed_sql = (computed.field, computed.sql) if computed is not None else None
-    sql, fields = _insert_sql(type(instance), connection.vendor, unless_conflict_on, (), computed_sql)
+    unless_read = read[0] if read is not None else None
+    sql, fields = _insert_sql(type(instance), connection.vendor, unless_conflict_on, (), computed_sql, unless_read)
+    values = _prepared_computed(instance, fields, computed)
+    if read is not None:
+        values += read[1]
     return PreparedWrite(
         instance,
         sql,
-        _prepared_computed(instance, fields, computed),
+        values,
         following,
         computed=computed.field if computed is not None else None,
         read=read,

@@ -212,6 +212,12 @@ def _created_else_read(entry: MemoryEntry, *, actor: User | None) -> tuple | Non
     entry already, that entry's row. None when the entry was inserted; else the row of the entry there (as
     entry_columns reads it), all None when a concurrent writer's came first and is not visible yet.
 
+    The entry is inserted only when the key had none as the statement began, so the history read then is the
+    key's whole history: when another transaction is removing the key's entry (a batch that changes and
+    deletes it, say), the put does not wait for it to insert with a version that transaction is using, but
+    goes on to change the entry read, which fails once it is gone, and the locked path reads the history
+    again.
+
     A key that has an entry costs its sequence a number (ON CONFLICT takes it before it finds the conflict)."""
     identity = (entry.owner_id, entry.uid, entry.key)
     return row_insert_else_read(

@@ -8,6 +8,7 @@ anew.
 """
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -276,3 +277,75 @@ def test_a_put_standing_alone_writes_what_a_put_in_a_transaction_writes(last_put
     assert _puts_of(alone, alone_actor, in_transaction=False, last_put_found_its_key=last_put_found_its_key) == (
         _puts_of(locked, locked_actor, in_transaction=True, last_put_found_its_key=last_put_found_its_key)
     )
+
+
+def _waiting_on_a_lock(seconds: float) -> bool:
+    """Whether another session of this database waits on a lock within seconds."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return True
+        time.sleep(0.02)
+    return False
+
+
+@postgresql_only
+@pytest.mark.parametrize("last_put_found_its_key", [False, True])
+def test_a_put_while_a_batch_changes_and_deletes_its_key_goes_on_from_the_batchs_versions(
+    owner, last_put_found_its_key
+):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    applied, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def batch() -> None:
+        try:
+            with transaction.atomic():
+                services.entries_batch(
+                    owner=owner,
+                    uid="alice",
+                    operations=[
+                        services.BatchOperation(op="put", key="tea", value="black"),
+                        services.BatchOperation(op="delete", key="tea"),
+                    ],
+                )
+                applied.set()
+                release.wait(10)
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread to fail it
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def put() -> None:
+        try:
+            applied.wait(10)
+            # Whether the put tries to create the key first, or reads it first (the batch's put set the guess).
+            entries._CHANGES_SEEN[(owner.pk, "alice")] = last_put_found_its_key
+            services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread to fail it
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=batch), threading.Thread(target=put)]
+    for thread in threads:
+        thread.start()
+    assert applied.wait(10)
+    # The put waits on the entry the batch has changed and deleted, not yet committed.
+    assert _waiting_on_a_lock(5)
+    release.set()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("update", 2, "green", "black"),
+        ("delete", 2, "black", None),
+        ("create", 3, None, "oolong"),
+    ]
+    assert MemoryEntry.objects.get(owner=owner, key="tea").version == 3
