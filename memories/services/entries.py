@@ -121,9 +121,12 @@ def _locked_read_sql(vendor: str) -> str:
     identity = f"{owner_id} = %s AND {uid} = %s AND {key} = %s"
     # SQLite has no row locks: its IMMEDIATE transactions (settings.SQLITE_OPTIONS) hold the write lock from BEGIN.
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    # Last, whether the entry was there as the statement began (read without waiting): when it was, and the
+    # locked read finds none, another transaction removed it while this one waited for its lock.
     return (
         f"SELECT (SELECT {quote('version')} FROM {event_table} WHERE {identity} ORDER BY {quote('id')} DESC LIMIT 1), "
-        f"{entry_columns('locked')} FROM (SELECT 1 AS {quote('one')}) AS anchor LEFT JOIN "
+        f"{entry_columns('locked')}, EXISTS (SELECT 1 FROM {entry_table} WHERE {identity}) "
+        f"FROM (SELECT 1 AS {quote('one')}) AS anchor LEFT JOIN "
         f"(SELECT * FROM {entry_table} WHERE {identity}{lock}) AS locked ON 1 = 1"
     )
 
@@ -139,11 +142,15 @@ def _locked_entry_and_last_version(
     names two states of one key (an If-Match held from before a delete cannot match).
     """
     with connection.cursor() as cursor:
-        cursor.execute(_locked_read_sql(connection.vendor), [owner.pk, uid, key] * 2)
+        cursor.execute(_locked_read_sql(connection.vendor), [owner.pk, uid, key] * 3)
         row = cursor.fetchone()
     last_version = row[0] if row[0] is not None else ABSENT_VERSION
     # The row's id is NULL when no entry matched.
     if row[1] is None:
+        if row[-1]:
+            # Removed by a transaction this one waited for (PostgreSQL), whose history the statement, reading as
+            # it began, did not see: read it again.
+            last_version = _last_version(owner=owner, uid=uid, key=key)
         return None, last_version
     entry = entry_from_row(row[1:])
     if entry.expired(now or timezone.now()):

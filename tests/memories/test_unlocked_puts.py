@@ -295,9 +295,9 @@ def _waiting_on_a_lock(seconds: float) -> bool:
 
 
 @postgresql_only
-@pytest.mark.parametrize("last_put_found_its_key", [False, True])
+@pytest.mark.parametrize(("last_put_found_its_key", "in_transaction"), [(False, False), (True, False), (None, True)])
 def test_a_put_while_a_batch_changes_and_deletes_its_key_goes_on_from_the_batchs_versions(
-    owner, last_put_found_its_key
+    owner, last_put_found_its_key, in_transaction
 ):
     services.entry_put(owner=owner, uid="alice", key="tea", value="green")
     applied, release = threading.Event(), threading.Event()
@@ -324,6 +324,11 @@ def test_a_put_while_a_batch_changes_and_deletes_its_key_goes_on_from_the_batchs
     def put() -> None:
         try:
             applied.wait(10)
+            if in_transaction:
+                # The locked path: its read waits for the batch's lock.
+                with transaction.atomic():
+                    services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
+                return
             # Whether the put tries to create the key first, or reads it first (the batch's put set the guess).
             entries._CHANGES_SEEN[(owner.pk, "alice")] = last_put_found_its_key
             services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
