@@ -135,7 +135,8 @@ def _locked_entry_and_last_version(
     *, owner: User, uid: str, key: str, now: datetime | None = None
 ) -> tuple[MemoryEntry | None, int]:
     """The entry, locked (None when there is none or its expiry has passed, as _locked_entry), and the version
-    of the latest change in the history of (uid, key), ABSENT_VERSION when it has none: one query.
+    of the latest change in the history of (uid, key), ABSENT_VERSION when it has none: one query (two on
+    PostgreSQL when the entry it waited for was removed meanwhile: the history is read again).
 
     (owner, uid, key) is unique, and the history's latest event is found on the index
     memory_event_entry_history. A re-created entry goes on from that version, so a version never
