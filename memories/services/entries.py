@@ -44,7 +44,6 @@ from memories.rows import (
     entry_columns,
     entry_from_row,
     quote,
-    row_insert,
     row_insert_else_read,
     row_insert_prepare,
     row_update,
@@ -108,57 +107,18 @@ class PutResult:
 
 
 def _locked_entry(*, owner: User, uid: str, key: str, now: datetime | None = None) -> MemoryEntry | None:
-    """The entry, locked; an entry whose expiry has passed is recorded as expired and removed, and None returned."""
-    return _locked_entry_and_last_version(owner=owner, uid=uid, key=key, now=now)[0]
-
-
-@functools.cache
-def _locked_read_sql(vendor: str) -> str:
-    """The entry (owner, uid, key), locked where the database locks rows, and the version of the key's latest
-    history event, in one statement: one row always (the entry's columns NULL when there is none)."""
-    entry_table, event_table = quote(MemoryEntry._meta.db_table), quote(MemoryEvent._meta.db_table)
-    owner_id, uid, key = quote("owner_id"), quote("uid"), quote("key")
-    identity = f"{owner_id} = %s AND {uid} = %s AND {key} = %s"
-    # SQLite has no row locks: its IMMEDIATE transactions (settings.SQLITE_OPTIONS) hold the write lock from BEGIN.
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    # Last, whether the entry was there as the statement began (read without waiting): when it was, and the
-    # locked read finds none, another transaction removed it while this one waited for its lock.
-    return (
-        f"SELECT (SELECT {quote('version')} FROM {event_table} WHERE {identity} ORDER BY {quote('id')} DESC LIMIT 1), "
-        f"{entry_columns('locked')}, EXISTS (SELECT 1 FROM {entry_table} WHERE {identity}) "
-        f"FROM (SELECT 1 AS {quote('one')}) AS anchor LEFT JOIN "
-        f"(SELECT * FROM {entry_table} WHERE {identity}{lock}) AS locked ON 1 = 1"
-    )
-
-
-def _locked_entry_and_last_version(
-    *, owner: User, uid: str, key: str, now: datetime | None = None
-) -> tuple[MemoryEntry | None, int]:
-    """The entry, locked (None when there is none or its expiry has passed, as _locked_entry), and the version
-    of the latest change in the history of (uid, key), ABSENT_VERSION when it has none: one query (two on
-    PostgreSQL when the entry it waited for was removed meanwhile: the history is read again).
-
-    (owner, uid, key) is unique, and the history's latest event is found on the index
-    memory_event_entry_history. A re-created entry goes on from that version, so a version never
-    names two states of one key (an If-Match held from before a delete cannot match).
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(_locked_read_sql(connection.vendor), [owner.pk, uid, key] * 3)
-        row = cursor.fetchone()
-    last_version = row[0] if row[0] is not None else ABSENT_VERSION
-    # The row's id is NULL when no entry matched.
-    if row[1] is None:
-        if row[-1]:
-            # Removed by a transaction this one waited for (PostgreSQL), whose history the statement, reading as
-            # it began, did not see: read it again.
-            last_version = _last_version(owner=owner, uid=uid, key=key)
-        return None, last_version
-    entry = entry_from_row(row[1:])
-    if entry.expired(now or timezone.now()):
-        entries_expired_remove([entry], at=now or timezone.now())
-        # Its "expire" event, just written, is the latest now.
-        return None, max(last_version, entry.version)
-    return entry, last_version
+    """The entry, locked for the rest of the caller's transaction (SQLite has no row locks: its IMMEDIATE
+    transactions, settings.SQLITE_OPTIONS, hold the write lock from BEGIN); an entry whose expiry has passed is
+    recorded as expired and removed, and None returned. One query on the unique (owner, uid, key)."""
+    row = _entry_read(owner_id=owner.pk, uid=uid, key=key, locked=True)
+    if row is None:
+        return None
+    entry = entry_from_row(row)
+    moment = now or timezone.now()
+    if entry.expired(moment):
+        entries_expired_remove([entry], at=moment)
+        return None
+    return entry
 
 
 # How many times a put tries to create its entry while concurrent writers create and remove the same key.
@@ -183,23 +143,6 @@ def held_expiry(*, ttl: object, expires: object) -> HeldExpiry:
         return HeldExpiry(clears=True)
     assert isinstance(expires, datetime)
     return HeldExpiry(expires=expires)
-
-
-def _insert_created(entry: MemoryEntry, *, actor: User | None) -> bool:
-    """Insert a new entry with its "create" event and, when vectors are wanted, its pending vector row; False,
-    inserting nothing, when a concurrent writer inserted the same (owner, uid, key) between our read and our
-    insert, which can happen on PostgreSQL (a row that does not exist yet cannot be locked).
-
-    INSERT ... ON CONFLICT DO NOTHING, so there is no error to roll back and no savepoint; on PostgreSQL the
-    event and the vector row go in the same statement (memories.rows.row_insert). (SQLite's IMMEDIATE
-    transactions, settings.SQLITE_OPTIONS, hold the write lock from BEGIN: no other writer inserts in between
-    there.)
-    """
-    following = [Following(_event(entry, action=MemoryEvent.Action.CREATE, actor=actor, before=None))]
-    wanted = embedding_wanted_row(entry)
-    if wanted is not None:
-        following.append(Following(wanted, takes_key="entry"))
-    return row_insert(entry, unless_conflict_on=ENTRY_IDENTITY_COLUMNS, following=following)
 
 
 @functools.cache
@@ -233,7 +176,7 @@ def _created_else_read(entry: MemoryEntry, *, actor: User | None) -> tuple | Non
         unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
         following=_creation_following(entry, actor=actor),
         computed=Computed("version", _next_version_sql(), identity),
-        read=_entry_read_sql(),
+        read=_entry_read_sql(connection.vendor),
         read_params=identity,
     )
 
@@ -253,9 +196,11 @@ def _creation_following(entry: MemoryEntry, *, actor: User | None) -> list[Follo
 
 
 def _creation_prepare(entry: MemoryEntry, *, actor: User | None) -> PreparedWrite:
-    """SQLite: the new entry's INSERT (ON CONFLICT DO NOTHING), its version worked out as it is inserted, and
-    the rows that follow it, prepared before the transaction so the write lock is held for the statements
-    alone (memoryhub/sqlite/base.py: the other worker's writes wait that long)."""
+    """A new entry's INSERT, ON CONFLICT DO NOTHING (a concurrent writer may insert the same key first on
+    PostgreSQL, where a row that does not exist yet cannot be locked: no error to roll back, no savepoint), its
+    version worked out as it is inserted, and its create event and vector mark after it (on PostgreSQL in the
+    same statement), prepared to run: SQLite's puts prepare it before taking the write lock, so the lock is
+    held for the statements alone (memoryhub/sqlite/base.py: the other worker's writes wait that long)."""
     return row_insert_prepare(
         entry,
         unless_conflict_on=ENTRY_IDENTITY_COLUMNS,
@@ -264,11 +209,20 @@ def _creation_prepare(entry: MemoryEntry, *, actor: User | None) -> PreparedWrit
     )
 
 
+def _created(entry: MemoryEntry, *, actor: User | None) -> bool:
+    """Insert a new entry with its create event and vector mark (_creation_prepare); False, inserting nothing,
+    when a concurrent writer's entry of the same key came first."""
+    return _creation_prepare(entry, actor=actor).run()
+
+
 @functools.cache
-def _entry_read_sql() -> str:
-    """The entry (owner, uid, key), not locked (parameters: owner id, uid, key)."""
+def _entry_read_sql(vendor: str, *, locked: bool = False) -> str:
+    """The entry (owner, uid, key) (parameters: owner id, uid, key), locked where the database locks rows when
+    asked."""
     identity = f"{quote('owner_id')} = %s AND {quote('uid')} = %s AND {quote('key')} = %s"
-    return f"SELECT {entry_columns('found')} FROM {quote(MemoryEntry._meta.db_table)} AS found WHERE {identity}"
+    lock = " FOR UPDATE" if locked and connection.features.has_select_for_update else ""
+    table = quote(MemoryEntry._meta.db_table)
+    return f"SELECT {entry_columns('found')} FROM {table} AS found WHERE {identity}{lock}"
 
 
 def _last_version(*, owner: User, uid: str, key: str) -> int:
@@ -623,7 +577,6 @@ def entry_put(
             privacy=privacy,
             expires=new_expires,
             now=now,
-            version=ABSENT_VERSION + 1,
             decision=decision,
         )
         creation = _creation_prepare(created, actor=actor)
@@ -669,10 +622,11 @@ def _changes_seen(user: tuple[int, str], seen: bool) -> None:
     _CHANGES_SEEN[user] = seen
 
 
-def _entry_read(*, owner_id: int, uid: str, key: str) -> tuple | None:
-    """The row of the entry (owner, uid, key) as entry_columns reads it, not locked; None when there is none."""
+def _entry_read(*, owner_id: int, uid: str, key: str, locked: bool = False) -> tuple | None:
+    """The row of the entry (owner, uid, key) as entry_columns reads it (locked for the caller's transaction when
+    asked); None when there is none."""
     with connection.cursor() as cursor:
-        cursor.execute(_entry_read_sql(), [owner_id, uid, key])
+        cursor.execute(_entry_read_sql(connection.vendor, locked=locked), [owner_id, uid, key])
         return cursor.fetchone()
 
 
@@ -711,7 +665,6 @@ def _put_unlocked(
             privacy=privacy,
             expires=expires,
             now=now,
-            version=ABSENT_VERSION + 1,
             decision=decision,
         )
         found = _created_else_read(entry, actor=actor)
@@ -756,7 +709,7 @@ def _put_locked(
     held_expiry: HeldExpiry = KEEPS_EXPIRY,
 ) -> PutResult | HeldWrite:
     """entry_put inside its transaction: the held write (saved) when the guard holds it, else the put's result."""
-    entry, latest_version = _locked_entry_and_last_version(owner=owner, uid=uid, key=key, now=now)
+    entry = _locked_entry(owner=owner, uid=uid, key=key, now=now)
     _check_expected(entry, expected_version)
     if decision.hold:
         held = held_write_new(
@@ -786,10 +739,9 @@ def _put_locked(
             privacy=privacy,
             expires=expires,
             now=now,
-            version=latest_version + 1,
             decision=decision,
         )
-        if _insert_created(entry, actor=actor):
+        if _created(entry, actor=actor):
             sync_outbox_record(owner=owner, entries=[entry])
             return PutResult(entry=entry, created=True, changed=True)
         # A concurrent writer created the same entry between our read and our insert (possible on PostgreSQL):
@@ -800,7 +752,7 @@ def _put_locked(
             raise IntegrityError(
                 f"{uid}/{key} kept being created and removed by concurrent writes; nothing was written"
             )
-        entry, latest_version = _locked_entry_and_last_version(owner=owner, uid=uid, key=key, now=now)
+        entry = _locked_entry(owner=owner, uid=uid, key=key, now=now)
         _check_expected(entry, expected_version)
     return _apply_change(
         entry,
@@ -826,10 +778,10 @@ def _entry_new(
     privacy: str | None,
     expires: Expires,
     now: datetime,
-    version: int,
     decision: GuardDecision,
 ) -> MemoryEntry:
-    """A new entry as a put creates it (not saved): kind, meta and privacy left as None take the defaults."""
+    """A new entry as a put creates it (not saved): kind, meta and privacy left as None take the defaults. Its
+    version is worked out by its INSERT (_creation_prepare), from the key's history."""
     return MemoryEntry(
         owner=owner,
         uid=uid,
@@ -841,7 +793,7 @@ def _entry_new(
         expires=None if expires is KEEP else expires,
         created=now,
         updated=now,
-        version=version,
+        version=ABSENT_VERSION + 1,
         honcho_session_id=new_honcho_session_id(),
         guard_flags=decision.flags,
     )

@@ -168,15 +168,15 @@ def test_a_failure_while_recording_history_leaves_the_entry_untouched(owner):
 
 def test_a_put_that_meets_a_concurrent_create_of_its_key_applies_on_top_of_it(owner, monkeypatch):
     services.entry_put(owner=owner, uid="alice", key="language", value="Python")
-    real_read = entries._locked_entry_and_last_version
+    real_read = entries._locked_entry
     reads = []
 
     def read_before_the_other_writer(**kwargs):
         # The first read misses the entry, as it does when another writer creates it just after (PostgreSQL).
         reads.append(kwargs["key"])
-        return (None, 0) if len(reads) == 1 else real_read(**kwargs)
+        return None if len(reads) == 1 else real_read(**kwargs)
 
-    monkeypatch.setattr(entries, "_locked_entry_and_last_version", read_before_the_other_writer)
+    monkeypatch.setattr(entries, "_locked_entry", read_before_the_other_writer)
     result = services.entry_put(owner=owner, uid="alice", key="language", value="Rust")
 
     assert (result.created, result.entry.value, result.entry.version) == (False, "Rust", 2)
@@ -188,7 +188,7 @@ def test_a_put_that_meets_a_concurrent_create_of_its_key_applies_on_top_of_it(ow
 
 
 def test_a_put_that_meets_a_key_created_and_removed_again_by_others_creates_it_after_them(owner, monkeypatch):
-    real_insert = entries._insert_created
+    real_insert = entries._created
     inserts = []
 
     def others_create_and_remove_it_first(entry, **kwargs):
@@ -196,13 +196,13 @@ def test_a_put_that_meets_a_key_created_and_removed_again_by_others_creates_it_a
         # the insert meets their entry, and the read after it finds the key gone.
         inserts.append(entry.version)
         if len(inserts) == 1:
-            monkeypatch.setattr(entries, "_insert_created", real_insert)
+            monkeypatch.setattr(entries, "_created", real_insert)
             services.entry_put(owner=owner, uid="alice", key="language", value="theirs")
             services.entry_delete(owner=owner, uid="alice", key="language")
             return False
         return real_insert(entry, **kwargs)
 
-    monkeypatch.setattr(entries, "_insert_created", others_create_and_remove_it_first)
+    monkeypatch.setattr(entries, "_created", others_create_and_remove_it_first)
     result = services.entry_put(owner=owner, uid="alice", key="language", value="Rust")
 
     assert (result.created, result.entry.value, result.entry.version) == (True, "Rust", 2)
@@ -215,15 +215,15 @@ def test_a_put_that_meets_a_key_created_and_removed_again_by_others_creates_it_a
 
 def test_a_create_only_put_that_meets_a_concurrent_create_of_its_key_is_refused(owner, monkeypatch):
     services.entry_put(owner=owner, uid="alice", key="language", value="Python")
-    real_read = entries._locked_entry_and_last_version
+    real_read = entries._locked_entry
     reads = []
 
     def read_before_the_other_writer(**kwargs):
         # The first read misses the entry, as it does when another writer creates it just after (PostgreSQL).
         reads.append(kwargs["key"])
-        return (None, 0) if len(reads) == 1 else real_read(**kwargs)
+        return None if len(reads) == 1 else real_read(**kwargs)
 
-    monkeypatch.setattr(entries, "_locked_entry_and_last_version", read_before_the_other_writer)
+    monkeypatch.setattr(entries, "_locked_entry", read_before_the_other_writer)
     with pytest.raises(services.VersionConflict) as conflict:
         services.entry_put(
             owner=owner, uid="alice", key="language", value="Rust", expected_version=services.ABSENT_VERSION
