@@ -535,50 +535,29 @@ def entry_put(
     now = timezone.now()
     new_expires = _expiry(expires=expires, ttl=ttl, now=now)
     decision = guard_decision if guard_decision is not None else guard_decide(owner=owner, key=key, value=value)
-    if (
-        connection.vendor == "postgresql"
-        and not connection.in_atomic_block
-        and expected_version in (None, ABSENT_VERSION)
-        and not decision.hold
-        and not _mirrors(owner)
-    ):
-        put = _put_unlocked(
-            owner=owner,
-            uid=uid,
-            key=key,
-            value=value,
-            kind=kind,
-            meta=meta,
-            privacy=privacy,
-            expires=new_expires,
-            now=now,
-            actor=actor,
-            expected_version=expected_version,
-            decision=decision,
-        )
-        if put is not None:
-            return put
-    user = (owner.pk, uid)
+    put = _Put(
+        owner=owner,
+        uid=uid,
+        key=key,
+        value=value,
+        kind=kind,
+        meta=meta,
+        privacy=privacy,
+        expires=new_expires,
+        now=now,
+        actor=actor,
+        expected_version=expected_version,
+        decision=decision,
+    )
+    # A put standing alone that may create its key: it may be written without the locked read first.
+    creates_first = not connection.in_atomic_block and expected_version in (None, ABSENT_VERSION) and not decision.hold
+    if creates_first and connection.vendor == "postgresql" and not _mirrors(owner):
+        result = _put_unlocked(put)
+        if result is not None:
+            return result
     creation: PreparedWrite | None = None
-    if (
-        connection.vendor == "sqlite"
-        and not connection.in_atomic_block
-        and expected_version in (None, ABSENT_VERSION)
-        and not decision.hold
-        and not _CHANGES_SEEN.get(user, False)
-    ):
-        created = _entry_new(
-            owner=owner,
-            uid=uid,
-            key=key,
-            value=value,
-            kind=kind,
-            meta=meta,
-            privacy=privacy,
-            expires=new_expires,
-            now=now,
-            decision=decision,
-        )
+    if creates_first and connection.vendor == "sqlite" and not _CHANGES_SEEN.get(put.user, False):
+        created = put.entry_new()
         creation = _creation_prepare(created, actor=actor)
     with transaction.atomic():
         if creation is not None:
@@ -586,26 +565,71 @@ def entry_put(
                 sync_outbox_record(owner=owner, entries=[created])
                 return PutResult(entry=created, created=True, changed=True)
             # The key has an entry (expired, perhaps): the locked path below, which reads it.
-            _changes_seen(user, True)
+            _changes_seen(put.user, True)
         outcome = _put_locked(
-            owner=owner,
-            uid=uid,
-            key=key,
-            value=value,
-            kind=kind,
-            meta=meta,
-            privacy=privacy,
-            expires=new_expires,
-            now=now,
-            actor=actor,
-            expected_version=expected_version,
-            decision=decision,
-            held_expiry=held_expiry(ttl=ttl, expires=new_expires) if decision.hold else KEEPS_EXPIRY,
+            put, held_expiry=held_expiry(ttl=ttl, expires=new_expires) if decision.hold else KEEPS_EXPIRY
         )
     if isinstance(outcome, HeldWrite):
         raise WriteHeld(outcome)
-    _changes_seen(user, not outcome.created)
+    _changes_seen(put.user, not outcome.created)
     return outcome
+
+
+@dataclass(frozen=True)
+class _Put:
+    """A put as entry_put was asked it, checked, with the guard's decision and the expiry it sets: what each way
+    of writing it reads."""
+
+    owner: User
+    uid: str
+    key: str
+    value: str
+    kind: str | None
+    meta: dict | None
+    privacy: str | None
+    expires: Expires
+    now: datetime
+    actor: User | None
+    expected_version: int | None
+    decision: GuardDecision
+
+    @property
+    def user(self) -> tuple[int, str]:
+        return (self.owner.pk, self.uid)
+
+    def entry_new(self) -> MemoryEntry:
+        """The entry this put creates (not saved): kind, meta and privacy left as None take the defaults. Its
+        version is worked out by its INSERT (_creation_prepare), from the key's history."""
+        return MemoryEntry(
+            owner=self.owner,
+            uid=self.uid,
+            key=self.key,
+            value=self.value,
+            kind=self.kind or DEFAULT_KIND,
+            meta=self.meta if self.meta is not None else {},
+            privacy=self.privacy or account_default_privacy(self.owner),
+            expires=None if self.expires is KEEP else self.expires,
+            created=self.now,
+            updated=self.now,
+            version=ABSENT_VERSION + 1,
+            honcho_session_id=new_honcho_session_id(),
+            guard_flags=self.decision.flags,
+        )
+
+    def change(self, entry: MemoryEntry, *, unlocked: bool) -> PutResult | None:
+        """This put applied to the key's entry (_changed)."""
+        return _changed(
+            entry,
+            owner=self.owner,
+            value=self.value,
+            kind=self.kind,
+            meta=self.meta,
+            privacy=self.privacy,
+            actor=self.actor,
+            guard_flags=self.decision.flags,
+            expires=self.expires,
+            unlocked=unlocked,
+        )
 
 
 # Per (owner id, uid), whether this process's last put of the user (standing alone or not) found its key's entry
@@ -630,21 +654,7 @@ def _entry_read(*, owner_id: int, uid: str, key: str, locked: bool = False) -> t
         return cursor.fetchone()
 
 
-def _put_unlocked(
-    *,
-    owner: User,
-    uid: str,
-    key: str,
-    value: str,
-    kind: str | None,
-    meta: dict | None,
-    privacy: str | None,
-    expires: Expires,
-    now: datetime,
-    actor: User | None,
-    expected_version: int | None,
-    decision: GuardDecision,
-) -> PutResult | None:
+def _put_unlocked(put: _Put) -> PutResult | None:
     """entry_put on PostgreSQL outside any transaction, for a write the guard lets through and Honcho does not
     mirror: each statement is atomic by itself, so no BEGIN, locked read or COMMIT. A new key is one statement
     (_created_else_read), where the locked path (_put_locked) takes four round trips; a key that has an entry is
@@ -652,97 +662,48 @@ def _put_unlocked(
     at the version read). None, having written nothing, when a concurrent writer's entry is not visible yet,
     the entry has expired, it changed in between, or the change makes it local: the caller then takes the
     locked path."""
-    user = (owner.pk, uid)
-    found = _entry_read(owner_id=owner.pk, uid=uid, key=key) if _CHANGES_SEEN.get(user, False) else None
+    found = _entry_read(owner_id=put.owner.pk, uid=put.uid, key=put.key) if _CHANGES_SEEN.get(put.user) else None
     if found is None:
-        entry = _entry_new(
-            owner=owner,
-            uid=uid,
-            key=key,
-            value=value,
-            kind=kind,
-            meta=meta,
-            privacy=privacy,
-            expires=expires,
-            now=now,
-            decision=decision,
-        )
-        found = _created_else_read(entry, actor=actor)
+        entry = put.entry_new()
+        found = _created_else_read(entry, actor=put.actor)
         if found is None:
-            _changes_seen(user, False)
+            _changes_seen(put.user, False)
             return PutResult(entry=entry, created=True, changed=True)
         if found[0] is None:
             return None
-    _changes_seen(user, True)
+    _changes_seen(put.user, True)
     existing = entry_from_row(found)
-    if existing.expired(now):
+    if existing.expired(put.now):
         return None
-    _check_expected(existing, expected_version)
-    return _changed(
-        existing,
-        owner=owner,
-        value=value,
-        kind=kind,
-        meta=meta,
-        privacy=privacy,
-        actor=actor,
-        guard_flags=decision.flags,
-        expires=expires,
-        unlocked=True,
-    )
+    _check_expected(existing, put.expected_version)
+    return put.change(existing, unlocked=True)
 
 
-def _put_locked(
-    *,
-    owner: User,
-    uid: str,
-    key: str,
-    value: str,
-    kind: str | None,
-    meta: dict | None,
-    privacy: str | None,
-    expires: Expires,
-    now: datetime,
-    actor: User | None,
-    expected_version: int | None,
-    decision: GuardDecision,
-    held_expiry: HeldExpiry = KEEPS_EXPIRY,
-) -> PutResult | HeldWrite:
+def _put_locked(put: _Put, *, held_expiry: HeldExpiry = KEEPS_EXPIRY) -> PutResult | HeldWrite:
     """entry_put inside its transaction: the held write (saved) when the guard holds it, else the put's result."""
-    entry = _locked_entry(owner=owner, uid=uid, key=key, now=now)
-    _check_expected(entry, expected_version)
-    if decision.hold:
+    entry = _locked_entry(owner=put.owner, uid=put.uid, key=put.key, now=put.now)
+    _check_expected(entry, put.expected_version)
+    if put.decision.hold:
         held = held_write_new(
-            owner=owner,
-            uid=uid,
-            key=key,
-            value=value,
-            kind=kind,
-            meta=meta,
-            privacy=privacy,
-            actor=actor,
-            decision=decision,
+            owner=put.owner,
+            uid=put.uid,
+            key=put.key,
+            value=put.value,
+            kind=put.kind,
+            meta=put.meta,
+            privacy=put.privacy,
+            actor=put.actor,
+            decision=put.decision,
             expiry=held_expiry,
-            expected_version=expected_version,
+            expected_version=put.expected_version,
         )
         held.save()
         return held
     attempts = 0
     while entry is None:
-        entry = _entry_new(
-            owner=owner,
-            uid=uid,
-            key=key,
-            value=value,
-            kind=kind,
-            meta=meta,
-            privacy=privacy,
-            expires=expires,
-            now=now,
-            decision=decision,
-        )
-        if _created(entry, actor=actor):
-            sync_outbox_record(owner=owner, entries=[entry])
+        entry = put.entry_new()
+        if _created(entry, actor=put.actor):
+            sync_outbox_record(owner=put.owner, entries=[entry])
             return PutResult(entry=entry, created=True, changed=True)
         # A concurrent writer created the same entry between our read and our insert (possible on PostgreSQL):
         # apply this write on top of theirs, unless it was to create only; when another has removed it again
@@ -750,53 +711,13 @@ def _put_locked(
         attempts += 1
         if attempts == CREATE_ATTEMPTS:
             raise IntegrityError(
-                f"{uid}/{key} kept being created and removed by concurrent writes; nothing was written"
+                f"{put.uid}/{put.key} kept being created and removed by concurrent writes; nothing was written"
             )
-        entry = _locked_entry(owner=owner, uid=uid, key=key, now=now)
-        _check_expected(entry, expected_version)
-    return _apply_change(
-        entry,
-        owner=owner,
-        value=value,
-        kind=kind,
-        meta=meta,
-        privacy=privacy,
-        actor=actor,
-        guard_flags=decision.flags,
-        expires=expires,
-    )
-
-
-def _entry_new(
-    *,
-    owner: User,
-    uid: str,
-    key: str,
-    value: str,
-    kind: str | None,
-    meta: dict | None,
-    privacy: str | None,
-    expires: Expires,
-    now: datetime,
-    decision: GuardDecision,
-) -> MemoryEntry:
-    """A new entry as a put creates it (not saved): kind, meta and privacy left as None take the defaults. Its
-    version is worked out by its INSERT (_creation_prepare), from the key's history."""
-    return MemoryEntry(
-        owner=owner,
-        uid=uid,
-        key=key,
-        value=value,
-        kind=kind or DEFAULT_KIND,
-        meta=meta if meta is not None else {},
-        privacy=privacy or account_default_privacy(owner),
-        expires=None if expires is KEEP else expires,
-        created=now,
-        updated=now,
-        version=ABSENT_VERSION + 1,
-        honcho_session_id=new_honcho_session_id(),
-        guard_flags=decision.flags,
-    )
+        entry = _locked_entry(owner=put.owner, uid=put.uid, key=put.key, now=put.now)
+        _check_expected(entry, put.expected_version)
+    result = put.change(entry, unlocked=False)
+    assert result is not None
+    return result
 
 
 def entry_update(
