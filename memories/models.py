@@ -302,6 +302,10 @@ class HeldWrite(models.Model):
         return self.guard_flags.split(",") if self.guard_flags else []
 
 
+# The constraint that no two creates or updates of a key share a version (MemoryEvent.Meta).
+EVENT_VERSION_ONCE = "memory_event_version_once"
+
+
 class MemoryEvent(models.Model):
     """One change to an entry: created, updated, deleted, expired or erased, or a held write rejected. History
     outlives the entry.
@@ -375,6 +379,14 @@ class MemoryEvent(models.Model):
             models.CheckConstraint(
                 condition=models.Q(action__in=["create", "update", "delete", "erase", "expire", "reject"]),
                 name="memory_event_action_valid",
+            ),
+            # A version names one state of a key: no two creates or updates of a key share one. (A delete or an
+            # expiry records the version it removed, a reject the one it left, so they repeat it.) Migration
+            # 0024 creates it, leaving out events written before it that already repeat a version.
+            models.UniqueConstraint(
+                fields=["owner", "uid", "key", "version"],
+                condition=models.Q(action__in=["create", "update"]),
+                name=EVENT_VERSION_ONCE,
             ),
         ]
         indexes = [

@@ -29,6 +29,7 @@ from memories import outbox
 from memories.embeddings.store import WANTED_AGAIN, embedding_mark_stale, embedding_wanted_row, embedding_withdraw
 from memories.models import (
     DEFAULT_KIND,
+    EVENT_VERSION_ONCE,
     PROBE_USERNAME,
     HeldWrite,
     MemoryEntry,
@@ -123,6 +124,23 @@ def _locked_entry(*, owner: User, uid: str, key: str, now: datetime | None = Non
 
 # How many times a put tries to create its entry while concurrent writers create and remove the same key.
 CREATE_ATTEMPTS = 10
+
+
+def version_taken(error: IntegrityError) -> bool:
+    """Whether error is a create or update refused because its version was taken meanwhile (EVENT_VERSION_ONCE).
+
+    On PostgreSQL a new entry's version is worked out as its INSERT begins; when that INSERT then waits for a
+    concurrent transaction's entry of the same key, and that transaction removes the entry before it commits (a
+    batch that creates and deletes the key), the INSERT goes on with a version the other used. The index refuses
+    its event, the statement writes nothing, and the put is written again, reading the history anew."""
+    message = str(error)
+    return EVENT_VERSION_ONCE in message or message.startswith(_SQLITE_VERSION_TAKEN)
+
+
+# How SQLite words a refusal by EVENT_VERSION_ONCE: by its columns, not its name.
+_SQLITE_VERSION_TAKEN = "UNIQUE constraint failed: " + ", ".join(
+    f"{MemoryEvent._meta.db_table}.{column}" for column in ("owner_id", "uid", "key", "version")
+)
 
 
 def _expiry(*, expires: object, ttl: object, now: datetime) -> Expires:
@@ -555,20 +573,24 @@ def entry_put(
         result = _put_unlocked(put)
         if result is not None:
             return result
-    creation: PreparedWrite | None = None
+    creation: tuple[MemoryEntry, PreparedWrite] | None = None
     if creates_first and connection.vendor == "sqlite" and not _CHANGES_SEEN.get(put.user, False):
         created = put.entry_new()
-        creation = _creation_prepare(created, actor=actor)
-    with transaction.atomic():
-        if creation is not None:
-            if creation.run():
-                sync_outbox_record(owner=owner, entries=[created])
-                return PutResult(entry=created, created=True, changed=True)
-            # The key has an entry (expired, perhaps): the locked path below, which reads it.
-            _changes_seen(put.user, True)
-        outcome = _put_locked(
-            put, held_expiry=held_expiry(ttl=ttl, expires=new_expires) if decision.hold else KEEPS_EXPIRY
-        )
+        creation = (created, _creation_prepare(created, actor=actor))
+    expiry_held = held_expiry(ttl=ttl, expires=new_expires) if decision.hold else KEEPS_EXPIRY
+    if connection.in_atomic_block:
+        # The caller's transaction: a version taken meanwhile (version_taken) fails it whole, as any error would.
+        outcome = _put_in_transaction(put, creation=creation, held_expiry=expiry_held)
+    else:
+        for attempt in range(1, CREATE_ATTEMPTS + 1):
+            try:
+                outcome = _put_in_transaction(put, creation=creation, held_expiry=expiry_held)
+                break
+            except IntegrityError as error:
+                # Rolled back whole: written again, reading the key's history anew.
+                if attempt == CREATE_ATTEMPTS or not version_taken(error):
+                    raise
+                creation = None
     if isinstance(outcome, HeldWrite):
         raise WriteHeld(outcome)
     _changes_seen(put.user, not outcome.created)
@@ -665,7 +687,13 @@ def _put_unlocked(put: _Put) -> PutResult | None:
     found = _entry_read(owner_id=put.owner.pk, uid=put.uid, key=put.key) if _CHANGES_SEEN.get(put.user) else None
     if found is None:
         entry = put.entry_new()
-        found = _created_else_read(entry, actor=put.actor)
+        try:
+            found = _created_else_read(entry, actor=put.actor)
+        except IntegrityError as error:
+            # Nothing was written (one statement): the locked path reads the history again.
+            if version_taken(error):
+                return None
+            raise
         if found is None:
             _changes_seen(put.user, False)
             return PutResult(entry=entry, created=True, changed=True)
@@ -718,6 +746,22 @@ def _put_locked(put: _Put, *, held_expiry: HeldExpiry = KEEPS_EXPIRY) -> PutResu
     result = put.change(entry, unlocked=False)
     assert result is not None
     return result
+
+
+def _put_in_transaction(
+    put: _Put, *, creation: tuple[MemoryEntry, PreparedWrite] | None, held_expiry: HeldExpiry
+) -> PutResult | HeldWrite:
+    """entry_put in a transaction (its own, or the caller's as a savepoint), creating the entry first when its
+    creation was prepared (SQLite: _creation_prepare), else by the locked path (_put_locked)."""
+    with transaction.atomic():
+        if creation is not None:
+            created, prepared = creation
+            if prepared.run():
+                sync_outbox_record(owner=put.owner, entries=[created])
+                return PutResult(entry=created, created=True, changed=True)
+            # The key has an entry (expired, perhaps): the locked path below, which reads it.
+            _changes_seen(put.user, True)
+        return _put_locked(put, held_expiry=held_expiry)
 
 
 def entry_update(
@@ -941,6 +985,24 @@ def entry_restore(
     at, the ETag it last had), else VersionConflict: a restore never brings back a state the
     caller has not seen.
     """
+    if connection.in_atomic_block:
+        return _restore_in_transaction(owner=owner, uid=uid, key=key, actor=actor, expected_version=expected_version)
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        try:
+            return _restore_in_transaction(
+                owner=owner, uid=uid, key=key, actor=actor, expected_version=expected_version
+            )
+        except IntegrityError as error:
+            # A concurrent batch created and deleted the key meanwhile, at the version this restore took (see
+            # version_taken): rolled back whole, and done again from the history as it now stands.
+            if attempt == CREATE_ATTEMPTS or not version_taken(error):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _restore_in_transaction(
+    *, owner: User, uid: str, key: str, actor: User | None, expected_version: int | None
+) -> MemoryEntry:
     with transaction.atomic():
         if _locked_entry(owner=owner, uid=uid, key=key) is not None:
             raise EntryExists(f"{uid}/{key}")

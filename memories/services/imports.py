@@ -156,7 +156,8 @@ def _new_entry_version(record: ImportRecord, latest: MemoryEvent | None) -> int:
     """The version a record gets when it creates its entry: its own, unless the key's history has used it.
 
     A record that is the very state the history's latest event left (an entry lost with its history
-    kept) keeps its version; otherwise a version the history holds already goes on from the latest.
+    kept) keeps its version, and writes no event: the history holds that state already. Otherwise a version
+    the history holds already goes on from the latest.
     """
     version = record.version or 1
     if latest is None:
@@ -264,7 +265,7 @@ def _import_round(
     text_changed: list[MemoryEntry] = []
     made_local: list[MemoryEntry] = []
     # The entries to create: (row, the entry as the sync outbox reads it, its create event's row), by identity.
-    creating: dict[tuple[str, str], tuple[tuple, MemoryEntry, tuple]] = {}
+    creating: dict[tuple[str, str], tuple[tuple, MemoryEntry, tuple | None]] = {}
 
     def update(record: ImportRecord, entry: MemoryEntry) -> None:
         privacy = record.privacy or entry.privacy
@@ -302,7 +303,8 @@ def _import_round(
             privacy = record.privacy or default_privacy
             created = record.created or record.updated or now
             updated = record.updated or max(created, now)
-            version = _new_entry_version(record, latest_events.get(identity))
+            history_latest = latest_events.get(identity)
+            version = _new_entry_version(record, history_latest)
             meta = as_db_json(record.meta)
             session_id = new_honcho_session_id()
             row = (
@@ -324,6 +326,9 @@ def _import_round(
                     version=version,
                     honcho_session_id=session_id,
                 ),
+                # None when the entry comes back at the very state (and version) the history's latest event
+                # left: the history holds that state already, and a version names one state of a key.
+                None if history_latest is not None and history_latest.version == version else
                 (owner.pk, record.uid, record.key, MemoryEvent.Action.CREATE.value, version, None, record.value,
                  None, record.kind, None, meta, None, privacy, None, None, actor_id, db_now),
             )  # fmt: skip
@@ -342,7 +347,8 @@ def _import_round(
     for identity, (_, entry, event_row) in creating.items():
         if identity in inserted:
             created_entries.append(entry)
-            event_rows.append(event_row)
+            if event_row is not None:
+                event_rows.append(event_row)
     # Keys a concurrent writer created after this round looked: their entries are updated as any existing one.
     collided = [identity for identity in creating if identity not in inserted]
     if collided:
@@ -692,6 +698,8 @@ class _Restore:
         # (owner id, uid) that hold entries or history already: reported once, at their first line.
         self.conflicting: set[tuple[int, str]] = set()
         self.entry_identities: set[tuple[int, str, str]] = set()
+        # (owner id, uid, key, version) of the create and update events read: each names one state of its key.
+        self.change_versions: set[tuple[int, str, str, int]] = set()
         # Accounts whose policy line this restore has read: one line each.
         self.policy_owners: set[int] = set()
         self.default_privacy: dict[int, str] = {}
@@ -825,6 +833,19 @@ class _Restore:
                     )
                 )
             else:
+                if item.action in (MemoryEvent.Action.CREATE, MemoryEvent.Action.UPDATE):
+                    change = (owner.pk, item.uid, item.key, item.version)
+                    if change in self.change_versions:
+                        self.counts.refuse(
+                            line_number,
+                            InvalidField(
+                                "version",
+                                f"{item.key!r} has an earlier create or update event at version {item.version}: "
+                                "a version names one state of a key.",
+                            ),
+                        )
+                        continue
+                    self.change_versions.add(change)
                 event_rows.append(
                     (owner.pk, item.uid, item.key, item.action, item.version, item.value_before, item.value_after,
                      item.kind_before, item.kind_after, as_db_json(item.meta_before), as_db_json(item.meta_after),

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -365,3 +365,113 @@ def test_a_put_while_a_batch_changes_and_deletes_its_key_goes_on_from_the_batchs
         ("create", 3, None, "oolong"),
     ]
     assert MemoryEntry.objects.get(owner=owner, key="tea").version == 3
+
+
+def _racing_a_batch_that_creates_and_deletes(owner, write) -> list[BaseException]:
+    """Run write while a batch that creates the key "tea" and deletes it again holds its transaction open, the
+    write waiting on the batch's entry; the errors either raised."""
+    applied, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def batch() -> None:
+        try:
+            with transaction.atomic():
+                services.entries_batch(
+                    owner=owner,
+                    uid="alice",
+                    operations=[
+                        services.BatchOperation(op="put", key="tea", value="black"),
+                        services.BatchOperation(op="delete", key="tea"),
+                    ],
+                )
+                applied.set()
+                release.wait(10)
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread to fail it
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def writer() -> None:
+        try:
+            applied.wait(10)
+            write()
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread to fail it
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=batch), threading.Thread(target=writer)]
+    for thread in threads:
+        thread.start()
+    assert applied.wait(10)
+    # The write has worked out its version and waits on the entry the batch created, not yet committed.
+    assert _waiting_on_a_lock(5)
+    release.set()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+@postgresql_only
+@pytest.mark.parametrize("deleted_before", [False, True])
+@pytest.mark.parametrize("path", ["creates first", "reads first", "locked"])
+def test_a_put_while_a_batch_creates_and_deletes_its_key_never_repeats_the_batchs_version(
+    owner, settings, path, deleted_before
+):
+    if deleted_before:
+        services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+        services.entry_delete(owner=owner, uid="alice", key="tea")
+    before = _history(owner, "tea")
+    last = before[-1][1] if before else 0
+    # Honcho's mirror takes a put down the locked path: a locked read, then the INSERT.
+    settings.MEMORYHUB_HONCHO_SYNC = path == "locked"
+
+    def put() -> None:
+        entries._CHANGES_SEEN[(owner.pk, "alice")] = path == "reads first"
+        services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
+
+    assert _racing_a_batch_that_creates_and_deletes(owner, put) == []
+    assert _history(owner, "tea") == [
+        *before,
+        ("create", last + 1, None, "black"),
+        ("delete", last + 1, "black", None),
+        ("create", last + 2, None, "oolong"),
+    ]
+    entry = MemoryEntry.objects.get(owner=owner, key="tea")
+    assert (entry.value, entry.version) == ("oolong", last + 2)
+
+
+@postgresql_only
+def test_a_restore_while_a_batch_creates_and_deletes_its_key_restores_the_latest_deletion(owner):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+    services.entry_delete(owner=owner, uid="alice", key="tea")
+
+    def restore() -> None:
+        services.entry_restore(owner=owner, uid="alice", key="tea")
+
+    assert _racing_a_batch_that_creates_and_deletes(owner, restore) == []
+    # The restore began from the deletion at 1; done again after the batch, it brings back the batch's value.
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("delete", 1, "green", None),
+        ("create", 2, None, "black"),
+        ("delete", 2, "black", None),
+        ("create", 3, None, "black"),
+    ]
+
+
+@postgresql_only
+def test_a_put_in_a_callers_transaction_that_meets_a_taken_version_fails_that_transaction_whole(owner):
+    def put_in_transaction() -> None:
+        with transaction.atomic():
+            services.entry_put(owner=owner, uid="alice", key="coffee", value="espresso")
+            services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
+
+    errors = _racing_a_batch_that_creates_and_deletes(owner, put_in_transaction)
+    assert len(errors) == 1
+    assert isinstance(errors[0], IntegrityError)
+    assert entries.version_taken(errors[0])
+    # Neither put of that transaction was kept; the batch's history stands.
+    assert not MemoryEntry.objects.filter(owner=owner).exists()
+    assert _history(owner, "coffee") == []
+    assert _history(owner, "tea") == [("create", 1, None, "black"), ("delete", 1, "black", None)]
