@@ -252,7 +252,8 @@ def user_memories(request: HttpRequest) -> HttpResponse:
     scope = _scope(request)
     typed_query = request.GET.get("q", "")
     query_error = ""
-    query_text = typed_query
+    # Spaces alone hold nothing to look for: the list, as with an empty box.
+    query_text = typed_query if typed_query.strip() else ""
     if len(typed_query) > CONTEXT_QUERY_MAX_LENGTH:
         # Refused on the page itself, the text kept in the box to shorten, the memories listed unsearched.
         query_error = f"The search must be at most {CONTEXT_QUERY_MAX_LENGTH} characters; got {len(typed_query)}."

@@ -236,7 +236,8 @@ class UserViewSet(HubViewSet):
                 "q",
                 str,
                 description="What this turn is about: memories matching it come first "
-                f"(at most {context.CONTEXT_QUERY_MAX_LENGTH} characters).",
+                f"(at most {context.CONTEXT_QUERY_MAX_LENGTH} characters; empty or spaces alone: the list, newest "
+                "first).",
             ),
             OpenApiParameter(
                 "If-None-Match",
@@ -289,7 +290,8 @@ class MemoryViewSet(HubViewSet):
                 "has its score and matched_terms. With embeddings on, also entries close in meaning, in one ranking "
                 "that fuses both (each result then has its lexical_rank and semantic_similarity); the "
                 f"{RANKING_HEADER} header says which ranking answered: hybrid, or lexical and why "
-                f"(at most {context.CONTEXT_QUERY_MAX_LENGTH} characters).",
+                f"(at most {context.CONTEXT_QUERY_MAX_LENGTH} characters; empty or spaces alone: the list, newest "
+                "first).",
             ),
             *FILTER_PARAMETERS,
             OpenApiParameter(
@@ -307,7 +309,8 @@ class MemoryViewSet(HubViewSet):
         match = request.query_params.get("match") or selectors.MATCH_RANKED
         if match not in selectors.MATCH_MODES:
             raise serializers.ValidationError({"match": [f"must be one of {', '.join(selectors.MATCH_MODES)}."]})
-        if query_text:
+        # A q of spaces alone holds nothing to look for: the list, as without q.
+        if query_text.strip():
             found = selectors.entry_search(
                 owner=request_account(request),
                 uid=uid,

@@ -71,6 +71,14 @@ def test_a_users_memories_page_runs_the_apis_query_and_kind_filter(owner_client,
     assert "uses vim" in filtered and "prefers Python" not in filtered
 
 
+def test_a_search_of_spaces_alone_lists_the_users_memories_as_an_empty_box_does(owner_client, owner, alice_memories):
+    services.entry_put(owner=owner, uid="alice", key="spaced", value="two  spaces")
+    listed = owner_client.get("/user/?uid=alice").content.decode()
+    blank = owner_client.get("/user/?uid=alice&q=%20%20").content.decode()
+    for page in (listed, blank):
+        assert page.index("two  spaces") < page.index("uses vim") < page.index("prefers Python")
+
+
 def test_a_users_memories_sort_by_key_both_ways(owner_client, alice_memories):
     ascending = owner_client.get("/user/?uid=alice&sort=key").content.decode()
     assert ascending.index("uses vim") < ascending.index("prefers Python")

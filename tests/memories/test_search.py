@@ -95,6 +95,19 @@ def test_the_api_query_uses_the_index_and_substring_match_keeps_the_scan(owner, 
     assert [entry["key"] for entry in scanned["results"]] == ["later", "notes", "python"]
 
 
+def test_a_query_of_spaces_alone_lists_every_memory_newest_first_as_no_query_does(owner, owner_api):
+    _put(owner, "spaced", "two  spaces   three")
+    _put(owner, "plain", "one")
+    _put(owner, "newest", "tea")
+    listed = owner_api.get("/api/v1/users/alice/memories").json()
+    assert [entry["key"] for entry in listed["results"]] == ["newest", "plain", "spaced"]
+    for blank in ("   ", "  ", " \t"):
+        response = owner_api.get("/api/v1/users/alice/memories", {"q": blank})
+        assert response.status_code == 200
+        assert response.json() == listed
+        assert "X-MemoryHub-Ranking" not in response
+
+
 def test_the_api_refuses_an_unknown_match_mode_naming_the_choices(owner_api):
     response = owner_api.get("/api/v1/users/alice/memories", {"q": "python", "match": "fuzzy"})
     assert response.status_code == 400
