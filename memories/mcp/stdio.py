@@ -44,6 +44,9 @@ REPLAY_INITIALIZE_ID = "memoryhub-replay-initialize"
 REPLAY_TOOLS_ID = "memoryhub-replay-tools-list"
 # How often the waiting loop looks whether the thread has finished loading, in seconds.
 LOADED_POLL_SECONDS = 0.05
+# JSON-RPC 2.0's codes for a line that is not JSON, and for JSON that is no request, notification or response.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 # keep_answers: how long the SDK's server may take to answer one protocol version with no client.
 KEEP_ANSWERS_SECONDS = 60.0
 # How keep_answers introduces itself in the initialize it asks the SDK's server (the answer does not depend on it).
@@ -206,6 +209,34 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
+def _refusal(line: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error that answers a line that is no JSON-RPC message (a parse error, or an invalid request,
+    with its id when it names one), None for a message the SDK takes. Called once the SDK is loaded."""
+    import mcp_types
+    import pydantic
+
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except pydantic.ValidationError:
+        pass
+    else:
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": PARSE_ERROR, "message": "Parse error: the line is not JSON."},
+        }
+    named = message.get("id") if isinstance(message, dict) else None
+    return {
+        "jsonrpc": "2.0",
+        "id": named if isinstance(named, str | int) and not isinstance(named, bool) else None,
+        "error": {"code": INVALID_REQUEST, "message": "Invalid request: the line is not a JSON-RPC 2.0 message."},
+    }
+
+
 def answer_until_loaded(wire: Wire, kept: KeptAnswers, loaded: threading.Event) -> Session:
     """Answer initialize and tools/list from the kept answers until the thread has loaded the server.
 
@@ -284,9 +315,18 @@ class Handover:
     async def __anext__(self) -> str:
         import anyio.to_thread
 
-        line = self.replay.pop(0) if self.replay else await anyio.to_thread.run_sync(self.wire.read_line)
-        if line is None:
-            raise StopAsyncIteration
+        while True:
+            line = self.replay.pop(0) if self.replay else await anyio.to_thread.run_sync(self.wire.read_line)
+            if line is None:
+                raise StopAsyncIteration
+            if not line.strip():
+                continue
+            refusal = _refusal(line)
+            if refusal is None:
+                break
+            # The SDK would drop the line without a word: JSON-RPC answers it with an error, its id null
+            # when the line names none.
+            self.wire.send(refusal)
         self._note(line)
         return line.decode("utf-8", errors="replace")
 

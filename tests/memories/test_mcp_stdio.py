@@ -106,6 +106,30 @@ def test_a_change_made_over_stdio_is_written_with_its_history(database, environm
     assert events == [("create", 1, "Paris"), ("update", 2, "Lyon")]
 
 
+def test_a_line_that_is_no_json_rpc_message_is_answered_with_its_error_and_the_session_goes_on(environment):
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    lines = ["not json", "", '{"foo": 1}', "[1, 2]", '{"jsonrpc": "2.0", "id": 8}', json.dumps(ping)]
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--account", "desk"],
+        cwd=PROJECT,
+        env=environment,
+        input="".join(f"{line}\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    answers = [json.loads(line) for line in completed.stdout.splitlines()]
+    invalid = {"code": -32600, "message": "Invalid request: the line is not a JSON-RPC 2.0 message."}
+    # Each in the order asked; the blank line is skipped, as a JSON-RPC stream's separator.
+    assert answers == [
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the line is not JSON."}},
+        {"jsonrpc": "2.0", "id": None, "error": invalid},
+        {"jsonrpc": "2.0", "id": None, "error": invalid},
+        {"jsonrpc": "2.0", "id": 8, "error": invalid},
+        {"jsonrpc": "2.0", "id": 9, "result": {}},
+    ]
+
+
 def _fresh_data_dir(database: HubDatabase, data_dir: Path) -> dict[str, str]:
     """The environment of a process on the same database whose data folder (and kept answers) is data_dir."""
     return hub_environment(database, DATABASE_URL=database.url, MEMORYHUB_DATA_DIR=str(data_dir))
