@@ -10,6 +10,8 @@ uid and key travel as query parameters (?uid=alice&key=language), not path segme
 uid or key holding '/' or '?' has a page like any other.
 """
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote, urlencode
@@ -81,6 +83,25 @@ def _scope(request: HttpRequest) -> Scope:
 
 def _all_accounts(request: HttpRequest) -> bool:
     return request.user.is_staff and request.GET.get("all") == "1"
+
+
+def _post_only(back: str, back_label: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """A view that only a form's button sends (POST): any other method gets a 405 page with an Allow header
+    that says so and links back to the page (the url name back) whose button does it."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
+        def only_post(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+            if request.method == "POST":
+                return view(request, *args, **kwargs)
+            context = {"back_url": reverse(back), "back_label": back_label}
+            response = render(request, "405.html", context, status=405)
+            response["Allow"] = "POST"
+            return response
+
+        return only_post
+
+    return decorate
 
 
 def _required(request: HttpRequest, name: str) -> str:
@@ -515,7 +536,7 @@ def entry_delete(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["POST"])
+@_post_only("dashboard:trash", "Deleted memories")
 def entry_restore(request: HttpRequest) -> HttpResponse:
     """Bring a deleted memory back from its history (services.entry_restore) and show it."""
     uid, key = _required(request, "uid"), _required(request, "key")
@@ -561,7 +582,7 @@ def held_writes(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["POST"])
+@_post_only("dashboard:held", "Held writes")
 def held_write_decide(request: HttpRequest) -> HttpResponse:
     """Staff approve (the write is applied, as them) or reject (nothing is stored) one held write."""
     if not request.user.is_staff:

@@ -56,8 +56,13 @@ def test_another_accounts_deleted_memory_cannot_be_restored(stranger, owner_clie
     assert selectors.entry_get(owner=stranger, uid="alice", key="secret") is None
 
 
-def test_restore_needs_a_post(owner_client, deleted_memories):
-    assert owner_client.get("/memory/restore/?uid=alice&key=editor").status_code == 405
+def test_restore_needs_a_post_and_a_link_to_it_says_so_and_restores_nothing(owner, owner_client, deleted_memories):
+    response = owner_client.get("/memory/restore/?uid=alice&key=editor")
+    assert (response.status_code, response["Allow"]) == (405, "POST")
+    page = response.content.decode()
+    assert "takes a button, not a link" in page and "Nothing was changed." in page
+    assert 'href="/trash/"' in page
+    assert selectors.entry_get(owner=owner, uid="alice", key="editor") is None
 
 
 def test_a_deleted_memorys_page_offers_restore(owner_client, deleted_memories):

@@ -110,6 +110,12 @@ def test_staff_approve_in_the_dashboard_and_the_history_says_who(owner, owner_ap
     assert "invoice⟦U+202E⟧fdp.exe" in queue
     assert owner_client.post(f"/held/decide/?id={held_id}", {"decision": "approve"}).status_code == 403
 
+    # A link to the decision (a GET) decides nothing, and says where the buttons are.
+    followed = staff_client.get(f"/held/decide/?id={held_id}&decision=approve")
+    assert (followed.status_code, followed["Allow"]) == (405, "POST")
+    assert 'href="/held/"' in followed.content.decode()
+    assert HeldWrite.objects.get(pk=held_id).status == HeldWrite.Status.PENDING
+
     staff_client.post(f"/held/decide/?id={held_id}", {"decision": "approve"})
 
     entry = owner_api.get(f"{BASE}/alice/memories/note").json()
