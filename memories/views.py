@@ -2,7 +2,7 @@
 
 Views are thin: they parse the request, call a selector (reads) or a service (writes), and render.
 Every page shows the logged-in account's memories. Staff may look further: the overview and users
-pages take ?all=1 (every account at once), and the other pages take ?account=NAME (that account's
+pages take ?all=1 (or true, yes, on: every account at once), and the other pages take ?account=NAME (that account's
 memories; changes are recorded with the staff member as the actor). For anyone else both are
 ignored, so an account never sees another's memories.
 
@@ -81,8 +81,12 @@ def _scope(request: HttpRequest) -> Scope:
     return Scope(owner=account, account_param=account.get_username())
 
 
+# How ?all= may say yes (any case): the dashboard's own links write 1.
+ALL_ACCOUNTS_YES = frozenset({"1", "true", "yes", "on"})
+
+
 def _all_accounts(request: HttpRequest) -> bool:
-    return request.user.is_staff and request.GET.get("all") == "1"
+    return request.user.is_staff and request.GET.get("all", "").strip().lower() in ALL_ACCOUNTS_YES
 
 
 def _post_only(back: str, back_label: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:

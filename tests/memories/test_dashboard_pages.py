@@ -213,6 +213,11 @@ def test_staff_switch_to_all_accounts_and_open_anothers_memories(staff_client, a
         '<span class="number">3</span> <span class="label">entries</span>'
         in staff_client.get("/?all=1").content.decode()
     )
+    # ?all= says yes as a person would write it; anything else is the staff member's own account.
+    for yes in ("true", "yes", "on", "YES"):
+        assert 'href="/user/?uid=alice&amp;account=owner"' in staff_client.get(f"/users/?all={yes}").content.decode()
+    for no in ("0", "no", ""):
+        assert ">alice</a>" not in staff_client.get(f"/users/?all={no}").content.decode()
     page = staff_client.get("/user/?uid=alice&account=owner").content.decode()
     assert "Staff view" in page and 'href="/memory/?uid=alice&amp;key=language&amp;account=owner"' in page
 
