@@ -411,7 +411,11 @@ def _candidates_postgres(
     count_sql, count_params = "NULL::bigint", list[Any]()
     if count_limit is not None:
         count_sql, count_params = _count_postgres_sql(owner_id, uid, filters, query, count_limit)
-        count_sql = f"({count_sql})"
+        # An entry that holds a term whole matches (as on SQLite, LexicalMatches.count): when one term has
+        # count_limit holders, that is the count, and the matches are not counted one by one (a common word's
+        # count read a few thousand rows again).
+        count_sql = f"CASE WHEN (SELECT max(gathered.holders) FROM gathered) >= %s THEN %s ELSE ({count_sql}) END"
+        count_params = [count_limit, count_limit, *count_params]
     sql = (
         # Each term, in the query's order, with its count when the statistics know it.
         "WITH terms AS MATERIALIZED (SELECT term.n, phraseto_tsquery('simple'::regconfig, term.text) AS tsquery, "
@@ -419,9 +423,11 @@ def _candidates_postgres(
         # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
         # cannot crowd out a rare one). OFFSET 0: its hits come from the GIN index; left to itself, the
         # planner may walk the primary key backwards and test every row of the hub.
-        "gathered AS MATERIALIZED (SELECT terms.n, newest.id FROM terms CROSS JOIN LATERAL "
-        f"(SELECT hits.id FROM (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s AND uid = %s{filter_sql} "
-        f"AND {POSTGRES_WORDS} @@ terms.tsquery OFFSET 0) AS hits ORDER BY hits.id DESC LIMIT %s) AS newest), "
+        # Each also says how many of the user's entries hold its term (holders): its index read them all.
+        "gathered AS MATERIALIZED (SELECT terms.n, newest.id, newest.holders FROM terms CROSS JOIN LATERAL "
+        f"(SELECT hits.id, count(*) OVER () AS holders FROM (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s "
+        f"AND uid = %s{filter_sql} AND {POSTGRES_WORDS} @@ terms.tsquery OFFSET 0) AS hits "
+        "ORDER BY hits.id DESC LIMIT %s) AS newest), "
         # Each term's inverse document frequency as bm25 takes it, kept above zero as FTS5 keeps its own
         # (ln(1 + (documents - holding + 0.5) / (holding + 0.5))), over the table's size as of its last ANALYZE
         # (import_memories runs one), never below a term's count.

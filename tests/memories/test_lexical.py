@@ -155,6 +155,12 @@ def test_the_count_is_exact_up_to_a_thousand_and_says_so_beyond(owner, owner_api
     assert (exact["count"], exact["count_exact"]) == (1000, True)
     listed = owner_api.get("/api/v1/users/alice/memories", {"page_size": 10}).json()
     assert (listed["count"], listed["count_exact"]) == (1001, False)
+    # Fewer than a thousand hold the word whole; with those that hold it inside a longer one, more match.
+    inside = {f"k{number:04d}": f"drinks coffee {number}" for number in range(995)}
+    inside |= {f"house{number:02d}": f"a coffeehouse {number}" for number in range(10)}
+    _import(owner, "carol", inside)
+    mixed = owner_api.get("/api/v1/users/carol/memories", {"q": "coffee", "page_size": 10}).json()
+    assert (mixed["count"], mixed["count_exact"]) == (1001, False)
 
 
 def _all_pages(owner_api, params: dict) -> tuple[list[str], list[str]]:
