@@ -77,6 +77,9 @@ SCOPE_WEIGHT, KEY_WEIGHT, VALUE_WEIGHT = 0.0, 4.0, 1.0
 # PostgreSQL: how many entries of the hub holding a term are counted for its weight (rarer words weigh more),
 # when the planner's statistics do not say (before the first ANALYZE).
 DOCUMENT_FREQUENCY_LIMIT = 10_000
+# PostgreSQL: a term the statistics say at least this share of the entries hold is gathered by reading the
+# user's entries newest first until enough hold it, not all its holders from the GIN index (_candidates_postgres).
+COMMON_WORD_SHARE = 0.1
 # PostgreSQL: how long a process keeps the words' statistics (they change with each ANALYZE).
 WORD_STATISTICS_SECONDS = 60.0
 # The entry's words, weighted (the folded key A, the folded value D): a stored column, generated from them
@@ -382,10 +385,11 @@ def _candidates_postgres(
     One statement: the scores are added up, and the candidates ordered, in the server (each candidate's
     words are stored, migration 0020); it also says which terms some entry holds (a typo is sought only for
     a word none holds) and, with count_limit, how many entries match (_count_postgres), so a page of few
-    candidates asks for no count of its own. The terms are parameters (an array), so the statement's text is
-    the same for every query of a filter's shape, and cheaper to plan than a CTE per term. It is still planned
-    for each search: the plan the server would keep for any number of terms costs more than one made for the
-    terms at hand, and kept anyway it made a rare word's page 6.8 ms instead of 3.5 (docs/RECALL.md).
+    candidates asks for no count of its own. The terms are parameters: an array for their weights, and each
+    term's own for its gather, whose way of reading (the GIN index, or the user's entries newest first for a
+    common word) is written in the statement's text, so a plan the server keeps for the text reads as it was
+    meant to (a plan kept for any term read every holder of a common word, 9.6 ms where reading newest first
+    takes 0.3).
     """
     terms = query.ranking_terms
     statistics = _word_statistics_postgres()
@@ -408,26 +412,63 @@ def _candidates_postgres(
     )
     filter_sql, filter_params = filters.sql()
     text = ", candidate.key_folded, candidate.value_folded" if with_text else ""
+    user_sql = f"owner_id = %s AND uid = %s{filter_sql}"
+    words_sql = f"{POSTGRES_WORDS} @@ phraseto_tsquery('simple'::regconfig, %s)"
+    held_sql = f"{user_sql} AND {words_sql}"
+
+    def holding_params(term: str) -> list[Any]:
+        return [owner_id, uid, *filter_params, term]
+
+    # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
+    # cannot crowd out a rare one), each term in its own part of the statement, read as suits how common the
+    # statistics say it is. A term held by fewer than COMMON_WORD_SHARE of the entries: its holders from the
+    # GIN index (OFFSET 0 keeps the planner from reading the user's entries in order instead), the newest of
+    # them kept. A more common one: the user's entries read newest first (memory_entry_user_updated_live) until
+    # `limit` hold it (the test written so that no index answers it), a few hundred rows where its holders are
+    # thousands. Each way is fixed in the statement's text, so it holds whatever plan the server keeps.
+    common = {
+        term
+        for term in terms
+        if statistics is not None and term in known and known[term] >= COMMON_WORD_SHARE * statistics.documents
+    }
+
+    def gather(term: str) -> str:
+        if term in common:
+            return (
+                f"SELECT id FROM {ENTRY_TABLE} WHERE {user_sql} AND ({words_sql}) IS TRUE "
+                "ORDER BY updated DESC, id DESC LIMIT %s"
+            )
+        return (
+            f"SELECT hits.id FROM (SELECT id, updated FROM {ENTRY_TABLE} WHERE {held_sql} OFFSET 0) AS hits "
+            "ORDER BY hits.updated DESC, hits.id DESC LIMIT %s"
+        )
+
+    gathers = " UNION ALL ".join(
+        f"SELECT {number}::bigint AS n, newest.id FROM ({gather(term)}) AS newest"
+        for number, term in enumerate(terms, start=1)
+    )
+    gathers_params = [param for term in terms for param in (*holding_params(term), limit)]
     count_sql, count_params = "NULL::bigint", list[Any]()
     if count_limit is not None:
         count_sql, count_params = _count_postgres_sql(owner_id, uid, filters, query, count_limit)
-        # An entry that holds a term whole matches (as on SQLite, LexicalMatches.count): when one term has
-        # count_limit holders, that is the count, and the matches are not counted one by one (a common word's
-        # count read a few thousand rows again).
-        count_sql = f"CASE WHEN (SELECT max(gathered.holders) FROM gathered) >= %s THEN %s ELSE ({count_sql}) END"
-        count_params = [count_limit, count_limit, *count_params]
+        # An entry that holds a term whole matches (as on SQLite, LexicalMatches.count): when count_limit of the
+        # user's entries hold one term, that is the count, and the matches are not counted one by one (for a
+        # common word, a few thousand rows read for their substrings). Asked only of a term that gathered
+        # `limit` holders: one that gathered fewer has fewer.
+        held_by_many = " OR ".join(
+            f"((SELECT count(*) FROM gathered WHERE gathered.n = {number}) >= %s AND (SELECT count(*) FROM "
+            f"(SELECT 1 FROM {ENTRY_TABLE} WHERE {user_sql} AND "
+            f"{f'({words_sql}) IS TRUE' if term in common else words_sql} LIMIT %s) AS holders) >= %s)"
+            for number, term in enumerate(terms, start=1)
+        )
+        many_params = [param for term in terms for param in (limit, *holding_params(term), count_limit, count_limit)]
+        count_sql = f"CASE WHEN {held_by_many} THEN %s ELSE ({count_sql}) END"
+        count_params = [*many_params, count_limit, *count_params]
     sql = (
         # Each term, in the query's order, with its count when the statistics know it.
         "WITH terms AS MATERIALIZED (SELECT term.n, phraseto_tsquery('simple'::regconfig, term.text) AS tsquery, "
         "term.known FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS term(text, known, n)), "
-        # Each term gathers the newest `limit` of the user's entries holding it (as on SQLite, so a common word
-        # cannot crowd out a rare one). OFFSET 0: its hits come from the GIN index; left to itself, the
-        # planner may walk the primary key backwards and test every row of the hub.
-        # Each also says how many of the user's entries hold its term (holders): its index read them all.
-        "gathered AS MATERIALIZED (SELECT terms.n, newest.id, newest.holders FROM terms CROSS JOIN LATERAL "
-        f"(SELECT hits.id, count(*) OVER () AS holders FROM (SELECT id FROM {ENTRY_TABLE} WHERE owner_id = %s "
-        f"AND uid = %s{filter_sql} AND {POSTGRES_WORDS} @@ terms.tsquery OFFSET 0) AS hits "
-        "ORDER BY hits.id DESC LIMIT %s) AS newest), "
+        f"gathered AS MATERIALIZED ({gathers}), "
         # Each term's inverse document frequency as bm25 takes it, kept above zero as FTS5 keeps its own
         # (ln(1 + (documents - holding + 0.5) / (holding + 0.5))), over the table's size as of its last ANALYZE
         # (import_memories runs one), never below a term's count.
@@ -454,10 +495,7 @@ def _candidates_postgres(
     params: list[Any] = [
         list(terms),
         [known.get(term) for term in terms],
-        owner_id,
-        uid,
-        *filter_params,
-        limit,
+        *gathers_params,
         counted_limit,
         limit,
         *count_params,

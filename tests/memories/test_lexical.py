@@ -392,3 +392,44 @@ def test_a_search_asked_again_and_again_is_planned_once_on_postgresql(owner):
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [statement for (statement,) in cursor.fetchall()]
     assert any("ts_rank" in statement for statement in prepared) == settings.DB_SERVER_SIDE_BINDING, prepared
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's two ways of gathering a word's holders")
+def test_a_common_word_read_newest_first_finds_what_its_index_finds(owner, owner_api, monkeypatch):
+    """A word the statistics call common is gathered by reading the user's entries newest first; a rare one
+    through the GIN index. Both give the same candidates, ranking and count."""
+    values = {}
+    for number in range(3300):
+        words = ["python"] * (1 + number % 2) if number % 3 == 0 else ["notes"]
+        values[f"k{number:04d}"] = " ".join([*words, "about", "item", str(number), *["filler"] * (number % 5)])
+    values |= {f"rare{number}": f"zanzibar trip {number}" for number in range(3)}
+    _import(owner, "alice", values)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memoryentry")
+    lexical.word_statistics_clear()
+    statistics = lexical._word_statistics_postgres()
+    assert statistics is not None
+    assert (statistics.holding("python") or 0) >= lexical.COMMON_WORD_SHARE * statistics.documents
+    assert (statistics.holding("zanzibar") or 0) < lexical.COMMON_WORD_SHARE * statistics.documents
+
+    def pages() -> list[dict]:
+        return [
+            owner_api.get("/api/v1/users/alice/memories", {"q": query, "page_size": 30}).json()
+            for query in ("python", "zanzibar", "python zanzibar", "notes item")
+        ]
+
+    def shown(page: dict) -> tuple:
+        results = [(result["key"], result["score"], result["matched_terms"]) for result in page["results"]]
+        return page["count"], page["count_exact"], page["order"], results
+
+    read_newest_first = [shown(page) for page in pages()]
+    monkeypatch.setattr(lexical, "COMMON_WORD_SHARE", 2.0)  # no word is common: every one through the index
+    through_the_index = [shown(page) for page in pages()]
+    assert read_newest_first == through_the_index
+    python, zanzibar, both, notes = read_newest_first
+    # 1,100 hold python, more than the count's limit: counted as past it.
+    assert python[:2] == (1001, False) and len(python[3]) == 30
+    assert zanzibar[:2] == (3, True)
+    assert {key for key, *_ in both[3][:3]} == {"rare0", "rare1", "rare2"}
+    assert notes[:2] == (1001, False)
