@@ -392,6 +392,9 @@ class HybridMatches:
         self.embedded = embedded
         self._fused: FusedOrder | None = None
         self._count: int | None = None
+        # Of the fused ids a page has read (shown), whether each is one of the user's entries the filter lets
+        # through: the count asks the same of those found by meaning alone, without reading them again.
+        self._read_visible: dict[int, bool] = {}
 
     @property
     def fused(self) -> "FusedOrder":
@@ -491,7 +494,10 @@ class HybridMatches:
             return cursor.fetchall()
 
     def _visible_ids(self, ids: list[int]) -> list[int]:
-        """Those of these ids that name the user's own entries the filter lets through."""
+        """Those of these ids that name the user's own entries the filter lets through (known already of those a
+        page has read)."""
+        if all(entry_id in self._read_visible for entry_id in ids):
+            return [entry_id for entry_id in ids if self._read_visible[entry_id]]
         return [row[0] for row in self._visible_rows("id", ids)]
 
     def _visible_by_id(self, ids: list[int]) -> dict[int, MemoryEntry]:
@@ -540,6 +546,7 @@ class HybridMatches:
                 f" AND {BY_ID_SCOPE_SQL[connection.vendor]}{filter_sql}",
                 [self.owner_id, self.uid, *filter_params],
             )
+            self._read_visible.update((fused.entry_id, fused.entry_id in read) for fused in head)
             named = self.query.named_terms
             for fused in head:
                 if fused.entry_id in read:

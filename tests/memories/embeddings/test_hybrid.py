@@ -407,3 +407,35 @@ def test_the_standout_asked_is_what_the_user_s_number_of_entries_allows() -> Non
     for rows in (2, 5, 11, 26, 70):
         standout, close = hybrid.standout_asked(rows)
         assert standout < (rows - 1) ** 0.5 and close == hybrid.SEMANTIC_CLOSE_FEW
+
+
+@pytest.mark.parametrize("page_size", ["2", "50"])
+def test_every_page_of_a_hybrid_search_counts_the_results_paging_reaches(
+    owner: User, owner_api: APIClient, alice: None, page_size: str
+) -> None:
+    """The count is the number of distinct results the pages give, whether the page read the entries found by
+    meaning alone (a page of 50) or the count reads them on its own (pages of 2), an expired one left out."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories.models import MemoryEntry
+
+    for number in range(3):
+        services.entry_put(owner=owner, uid="alice", key=f"snack-{number}", value=f"{number} donuts with nuts")
+    services.entry_put(owner=owner, uid="alice", key="walks", value="walks the dog by the river every morning")
+    embeddings_process_pending()
+    MemoryEntry.objects.filter(key="walks").update(expires=timezone.now() - timedelta(seconds=1))
+    keys: list[str] = []
+    counts: set[int] = set()
+    body, _ = _search_page(owner_api, "dog nuts", page_size=page_size)
+    while True:
+        keys += [result["key"] for result in body["results"]]
+        counts.add(body["count"])
+        if body["next"] is None:
+            break
+        body = owner_api.get(body["next"]).json()
+    assert "walks" not in keys
+    # Found by meaning alone (the dog) and by words (the nuts), each once.
+    assert {"pet", "allergy", "snack-0", "snack-1", "snack-2"} <= set(keys)
+    assert counts == {len(keys)} and len(keys) == len(set(keys))
