@@ -225,10 +225,17 @@ class PendingNearest:
         )
 
 
-def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMANTIC_CANDIDATES) -> PendingNearest:
+def semantic_start(
+    *,
+    owner: User,
+    uid: str,
+    query_text: str,
+    limit: int = SEMANTIC_CANDIDATES,
+    mark: object = vectors.ASK_MARK,
+) -> PendingNearest:
     """Start finding the user's entries nearest query_text by meaning: the query is embedded on a query
     thread while the user's vectors are read (or checked) here, on this thread's connection; the cosine
-    follows on the query thread."""
+    follows on the query thread. mark: as vectors.user_matrix takes it."""
     provider = get_provider()
     if provider is None:
         return PendingNearest(done=Nearest(entries=[], semantic=Semantic.OFF))
@@ -241,7 +248,7 @@ def semantic_start(*, owner: User, uid: str, query_text: str, limit: int = SEMAN
         # take part; the cosines are taken on this thread (handing work between threads cost a busy server
         # more CPU than it saved: 0.7 ms of a 5.9 ms search at 20,000 vectors, measured over HTTP).
         (query_vector,) = known
-        read = vectors.user_matrix(owner=owner, uid=uid, model=provider.name)
+        read = vectors.user_matrix(owner=owner, uid=uid, model=provider.name, mark=mark)
         return PendingNearest(provider=provider, user_vectors=read, limit=limit, known=query_vector)
     timeout = settings.MEMORYHUB_EMBEDDINGS_QUERY_TIMEOUT
     # The model starts at once; the user's vectors are read meanwhile (PostgreSQL's stamp of them is a
@@ -644,7 +651,18 @@ def hybrid_search(*, owner: User, lexical: LexicalMatches, query_text: str) -> S
     With embeddings off, or the provider failing, the answer is the lexical matches as they are. With
     no vector near enough, the fused order is the lexical one (each entry with its fused score).
     """
-    pending = semantic_start(owner=owner, uid=lexical.uid, query_text=query_text)
+    mark = vectors.ASK_MARK
+    provider = get_provider()
+    if (
+        connection.vendor == "postgresql"
+        and isinstance(provider, QueryCachedProvider)
+        and provider.kept(query_text) is not None
+    ):
+        # No model to wait for: the words are ranked first, and the mark their statement read beside the
+        # candidates tells whether the user's vectors may have changed (a round trip less).
+        lexical.candidates  # noqa: B018
+        mark = lexical.mark
+    pending = semantic_start(owner=owner, uid=lexical.uid, query_text=query_text, mark=mark)
     if pending.running:
         # The words' ranking, on this thread and its connection, while the query is embedded on another.
         lexical.candidates  # noqa: B018

@@ -920,6 +920,8 @@ class LexicalMatches:
         self._query: LexicalQuery | None = None
         self._candidates: list[Candidate] | None = None
         self._count: int | None = None
+        # PostgreSQL: the database's mark as the ranking statement read it (memories.search.marks), once ranked.
+        self.mark: Mark | None = None
 
     @property
     def query(self) -> LexicalQuery:
@@ -955,6 +957,7 @@ class LexicalMatches:
             rows = found.rows
             if found.count is not None:
                 self._count = found.count
+            self.mark = found.mark
         else:
             self._query, rows = ranked_candidates(
                 self.owner_id, self.uid, self.filters, self.parsed, RANK_CAP, with_text=False

@@ -257,11 +257,18 @@ STAMPS_KEPT = 1024
 _asked: OrderedDict[tuple, _Asked] = OrderedDict()
 
 
-def _stamp(*, owner: User, uid: str, model: str) -> tuple:
-    """STAMP_SQL's answer for the user's vectors, as the database holds them now."""
+# user_matrix's mark when the caller has none: read one.
+ASK_MARK = object()
+
+
+def _stamp(*, owner: User, uid: str, model: str, mark: object = ASK_MARK) -> tuple:
+    """STAMP_SQL's answer for the user's vectors, as the database holds them now; mark, when given, is the
+    database's mark read just before by the caller (None: there is none)."""
     key = (owner.pk, uid, model)
     # Taken before the aggregate: a commit between the two moves the mark the next search sees.
-    mark = database_mark()
+    if mark is ASK_MARK:
+        mark = database_mark()
+    assert mark is None or isinstance(mark, Mark)
     if mark is not None:
         with _lock:
             asked = _asked.get(key)
@@ -295,10 +302,12 @@ def user_vectors_about_centre(ids: np.ndarray, matrix: np.ndarray) -> UserVector
     return replace(read, coarse=coarse_of(matrix))
 
 
-def user_matrix(*, owner: User, uid: str, model: str) -> UserVectors:
+def user_matrix(*, owner: User, uid: str, model: str, mark: object = ASK_MARK) -> UserVectors:
     """The user's vectors of `model` about the user's centre, with their crowding (user_vectors_about_centre),
-    from the cache while they hold still."""
-    stamp = _stamp(owner=owner, uid=uid, model=model)
+    from the cache while they hold still. mark: the database's mark, when the caller read one just before on
+    this thread's connection (a search's ranking statement reads it beside its candidates), so it is not read
+    again."""
+    stamp = _stamp(owner=owner, uid=uid, model=model, mark=mark)
     key = (owner.pk, uid, model)
     with _lock:
         cached = _cache.get(key)

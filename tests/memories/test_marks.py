@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
-from memories import services
+from memories import selectors, services
 from memories.search.marks import database_mark
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,3 +60,31 @@ def test_what_the_server_logs_without_changing_data_leaves_the_mark_where_it_was
         if after.same(before):
             return
     pytest.fail("every mark moved across a log record that changed no row")
+
+
+def test_a_search_finds_by_meaning_a_memory_another_connection_embedded_after_its_last_search(owner, settings):
+    """The second search's query vector is kept, so on PostgreSQL it takes the mark from its ranking statement
+    rather than a statement of its own: a vector committed in between must still reach it."""
+    from memories.embeddings.store import embeddings_process_pending
+    from memories.search import hybrid, vectors
+
+    settings.MEMORYHUB_EMBEDDINGS = "local"
+    hybrid.provider_pause_clear()
+    vectors.vectors_cache_clear()
+    services.entry_put(owner=owner, uid="alice", key="editor", value="uses vim with a handful of plugins")
+    services.entry_put(owner=owner, uid="alice", key="drink", value="green tea in the morning")
+    embeddings_process_pending()
+
+    def nearest(query_text: str) -> list[str]:
+        found = selectors.entry_search(owner=owner, uid="alice", query_text=query_text)
+        assert found.ranking == "hybrid"
+        return [entry.key for entry in found.entries[:10]]
+
+    assert "pet" not in nearest("what kind of dog")
+
+    def write_and_embed() -> None:
+        services.entry_put(owner=owner, uid="alice", key="pet", value="has a golden retriever called Miso")
+        embeddings_process_pending()
+
+    _in_another_connection(write_and_embed)
+    assert nearest("what kind of dog")[0] == "pet"
