@@ -48,7 +48,7 @@ from django.utils import timezone
 
 from memories.models import DEFAULT_KIND, Privacy
 from memories.services import ImportRecord, RestoreEntry, RestoreEvent
-from memories.services.imports import RestorePolicy
+from memories.services.imports import RestoreHeld, RestorePolicy
 from memories.validation import InvalidField
 
 FORMAT_NAME = "memoryhub.memories"
@@ -58,7 +58,8 @@ READABLE_FORMAT_VERSIONS = (FORMAT_VERSION, HISTORY_FORMAT_VERSION)
 ENTRY_LINE = "entry"
 EVENT_LINE = "event"
 POLICY_LINE = "policy"
-BACKUP_LINES = (POLICY_LINE, ENTRY_LINE, EVENT_LINE)
+HELD_LINE = "held"
+BACKUP_LINES = (POLICY_LINE, HELD_LINE, ENTRY_LINE, EVENT_LINE)
 COPY_BUFFER_BYTES = 1024 * 1024
 # Where a row of selectors.EXPORT_FIELDS holds the entry's privacy class.
 EXPORT_PRIVACY_INDEX = 6
@@ -77,6 +78,7 @@ class ExportHeader:
     events: int | None = None
     local: int = 0
     policies: int | None = None
+    held: int | None = None
 
     @property
     def with_history(self) -> bool:
@@ -131,8 +133,8 @@ def backup_policy_line(row: tuple) -> bytes:
 
 def backup_event_line(row: tuple) -> bytes:
     """One history line of a backup, for a row of selectors.EVENT_EXPORT_FIELDS."""
-    (owner, uid, key, action, version, value_before, value_after, kind_before, kind_after, meta_before,
-     meta_after, privacy_before, privacy_after, created_before, entries_erased, actor, at) = row  # fmt: skip
+    (owner, uid, key, action, version, value_before, value_after, kind_before, kind_after, meta_before, meta_after,
+     privacy_before, privacy_after, created_before, entries_erased, actor, at, held_write) = row  # fmt: skip
     return _json_line(
         {
             "line": EVENT_LINE,
@@ -153,6 +155,42 @@ def backup_event_line(row: tuple) -> bytes:
             "entries_erased": entries_erased,
             "actor": actor,
             "at": at.isoformat(),
+            "held_write": held_write,
+        }
+    )
+
+
+def _moment(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def backup_held_line(row: tuple) -> bytes:
+    """One held line of a backup (a write the guard held, pending or decided), for a row of
+    selectors.HELD_EXPORT_FIELDS. Its id names it within the backup: an event's held_write is that id."""
+    (held_id, owner, uid, key, value, kind, meta, privacy, ttl, expires, clears_expiry, expected_version,
+     guard_flags, requested_by, requested_at, status, decided_by, decided_at, entry_version) = row  # fmt: skip
+    return _json_line(
+        {
+            "line": HELD_LINE,
+            "id": held_id,
+            "owner": owner,
+            "uid": uid,
+            "key": key,
+            "value": value,
+            "kind": kind,
+            "meta": meta,
+            "privacy": privacy,
+            "ttl": ttl,
+            "expires": _moment(expires),
+            "clears_expiry": clears_expiry,
+            "expected_version": expected_version,
+            "guard_flags": guard_flags,
+            "requested_by": requested_by,
+            "requested_at": requested_at.isoformat(),
+            "status": status,
+            "decided_by": decided_by,
+            "decided_at": _moment(decided_at),
+            "entry_version": entry_version,
         }
     )
 
@@ -213,16 +251,20 @@ def write_backup(
     event_rows: Iterable[tuple],
     destination: IO[bytes],
     policy_rows: Iterable[tuple] = (),
+    held_rows: Iterable[tuple] = (),
 ) -> ExportHeader:
-    """Write a backup with history (format version 2): the account policies, the entries, then every history
-    event, oldest first."""
-    counted = {"entries": 0, "events": 0, "policies": 0}
+    """Write a backup with history (format version 2): the account policies, the writes the guard held
+    (pending or decided), the entries, then every history event, oldest first."""
+    counted = {"entries": 0, "events": 0, "policies": 0, "held": 0}
     local = _LocalCount()
 
     def lines() -> Iterator[bytes]:
         for row in policy_rows:
             counted["policies"] += 1
             yield backup_policy_line(row)
+        for row in held_rows:
+            counted["held"] += 1
+            yield backup_held_line(row)
         for row in local(entry_rows):
             counted["entries"] += 1
             yield backup_entry_line(row)
@@ -241,6 +283,7 @@ def write_backup(
         events=counted["events"],
         local=local.local,
         policies=counted["policies"],
+        held=counted["held"],
     )
 
 
@@ -262,7 +305,7 @@ def read_header(source: IO[bytes]) -> ExportHeader:
     count, checksum = header.get("count"), header.get("sha256")
     if type(count) is not int or count < 0 or not isinstance(checksum, str):
         raise ExportFileError("the header needs a count (a whole number) and a sha256 (hex text)")
-    for name in ("entries", "events", "local", "policies"):
+    for name in ("entries", "events", "local", "policies", "held"):
         if name in header and not _is_count(header[name]):
             raise ExportFileError(f"the header's {name!r} must be a whole number")
     return ExportHeader(
@@ -273,6 +316,7 @@ def read_header(source: IO[bytes]) -> ExportHeader:
         events=header.get("events"),
         local=header.get("local", 0),
         policies=header.get("policies"),
+        held=header.get("held"),
     )
 
 
@@ -369,8 +413,9 @@ def _require(content: dict, *names: str) -> None:
             raise InvalidField(name, "is required.")
 
 
-def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolicy:
-    """The record on one line of a backup with history (a policy, an entry or an event); raises InvalidField.
+def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolicy | RestoreHeld:
+    """The record on one line of a backup with history (a policy, a held write, an entry or an event); raises
+    InvalidField.
 
     Field values are checked by services.history_restore; this only maps JSON to a record.
     """
@@ -391,6 +436,29 @@ def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolic
     if kind == ENTRY_LINE:
         _, record = _entry_record(content)
         return RestoreEntry(owner=content["owner"], record=record)
+    if kind == HELD_LINE:
+        _require(content, "id", "uid", "key", "value", "guard_flags", "requested_at", "status")
+        return RestoreHeld(
+            backup_id=content["id"],
+            owner=content["owner"],
+            uid=content["uid"],
+            key=content["key"],
+            value=content["value"],
+            kind=content.get("kind"),
+            meta=content.get("meta"),
+            privacy=content.get("privacy"),
+            ttl=content.get("ttl"),
+            expires=_timestamp(content, "expires"),
+            clears_expiry=content.get("clears_expiry", False),
+            expected_version=content.get("expected_version"),
+            guard_flags=content["guard_flags"],
+            requested_by=content.get("requested_by"),
+            requested_at=_required_timestamp(content, "requested_at"),
+            status=content["status"],
+            decided_by=content.get("decided_by"),
+            decided_at=_timestamp(content, "decided_at"),
+            entry_version=content.get("entry_version"),
+        )
     _require(content, "uid", "key", "action", "version", "at")
     return RestoreEvent(
         owner=content["owner"],
@@ -410,6 +478,7 @@ def parse_backup_line(line: bytes) -> RestoreEntry | RestoreEvent | RestorePolic
         entries_erased=content.get("entries_erased"),
         actor=content.get("actor"),
         at=_required_timestamp(content, "at"),
+        held_write=content.get("held_write"),
     )
 
 

@@ -656,8 +656,24 @@ def export_snapshot() -> Iterator[None]:
 EVENT_EXPORT_FIELDS = (
     "owner__username", "uid", "key", "action", "version", "value_before", "value_after", "kind_before", "kind_after",
     "meta_before", "meta_after", "privacy_before", "privacy_after", "created_before", "entries_erased",
-    "actor__username", "at",
+    "actor__username", "at", "held_write_id",
 )  # fmt: skip
+
+# A held line of a full backup: a write the guard held, pending or decided (exchange.backup_held_line). Its id
+# names it within the backup, for the history events its decision wrote.
+HELD_EXPORT_FIELDS = (
+    "id", "owner__username", "uid", "key", "value", "kind", "meta", "privacy", "ttl", "expires", "clears_expiry",
+    "expected_version", "guard_flags", "requested_by__username", "requested_at", "status", "decided_by__username",
+    "decided_at", "entry_version",
+)  # fmt: skip
+
+
+def held_export_rows(*, owner: User | None = None) -> QuerySet[HeldWrite, tuple]:
+    """Every write the guard held, pending or decided, as a tuple of HELD_EXPORT_FIELDS, oldest first: for
+    operators' backups with history (manage.py export_memories --with-history); owner=None reads every
+    account's."""
+    held = HeldWrite.objects.all() if owner is None else HeldWrite.objects.filter(owner=owner)
+    return held.order_by("id").values_list(*HELD_EXPORT_FIELDS)
 
 
 # A policy line of a full backup: the account and its rules (exchange.backup_policy_line).

@@ -5,6 +5,7 @@ import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -18,6 +19,7 @@ from memories.embeddings.store import embedding_mark_stale
 from memories.folding import fold
 from memories.models import (
     DEFAULT_KIND,
+    GUARD_FLAGS_MAX_LENGTH,
     AccountPolicy,
     GuardMode,
     HeldWrite,
@@ -180,6 +182,8 @@ EVENT_IMPORT_COLUMNS = (
     "meta_before", "meta_after", "privacy_before", "privacy_after", "created_before", "entries_erased", "actor_id",
     "at",
 )  # fmt: skip
+# A backup's history event also names the held write whose decision it records.
+RESTORE_EVENT_COLUMNS = (*EVENT_IMPORT_COLUMNS, "held_write_id")
 # Parameters per INSERT statement on the bulk path: inside both SQLite's limit (32,766 since 3.32)
 # and PostgreSQL's (65,535). Fewer, larger statements matter on SQLite: the full-text index is
 # flushed once per statement, not once per row.
@@ -547,6 +551,37 @@ class RestoreEvent:
     created_before: datetime | None = None
     # An erasure's event: how many entries it erased (its key is empty, its version 0, it holds no values).
     entries_erased: int | None = None
+    # The held write whose decision this event records: its id in the backup (its held line's), or None.
+    held_write: object = None
+
+
+@dataclass(frozen=True)
+class RestoreHeld:
+    """A held line of a backup: one write the guard held (HeldWrite), pending or decided, restored as it was.
+
+    backup_id names it within the backup (the history events its decision wrote name it so); requested_by and
+    decided_by are usernames, None when there is none or that account was deleted.
+    """
+
+    backup_id: Any
+    owner: str
+    uid: str
+    key: str
+    value: str
+    kind: str | None
+    meta: dict | None
+    privacy: str | None
+    ttl: Any
+    expires: datetime | None
+    clears_expiry: Any
+    expected_version: Any
+    guard_flags: Any
+    requested_by: str | None
+    requested_at: datetime
+    status: Any
+    decided_by: str | None
+    decided_at: datetime | None
+    entry_version: Any
 
 
 @dataclass(frozen=True)
@@ -560,7 +595,7 @@ class RestorePolicy:
 
 
 # One numbered line of a backup as the reader made it: a record, or the error that the line is not one.
-RestoreLine = tuple[int, RestoreEntry | RestoreEvent | RestorePolicy | InvalidField]
+RestoreLine = tuple[int, RestoreEntry | RestoreEvent | RestorePolicy | RestoreHeld | InvalidField]
 
 
 @dataclass
@@ -571,6 +606,7 @@ class RestoreCounts:
     entries: int = 0
     events: int = 0
     policies: int = 0
+    held: int = 0
     accounts_created: list[str] = field(default_factory=list)
     refused: int = 0
     # The RESTORE_ERRORS_KEPT refusals of the lowest line numbers, in line order: (line number, error).
@@ -670,6 +706,61 @@ def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
     _check_restore_time(event, now=now)
 
 
+def _whole(value: object, *, lowest: int, highest: int = DATABASE_MAX_VERSION) -> bool:
+    return type(value) is int and lowest <= value <= highest
+
+
+def _check_restore_held(held: RestoreHeld, *, now: datetime) -> None:
+    """A held line's fields, as HeldWrite and the guard's services would have written them."""
+    if not _whole(held.backup_id, lowest=1):
+        raise InvalidField("id", "must be a whole number of at least 1 (the held write's number in the backup).")
+    check_uid(held.uid)
+    check_key(held.key)
+    check_value(held.value)
+    if held.kind is not None:
+        check_kind(held.kind)
+    if held.meta is not None:
+        check_meta(held.meta)
+    if held.privacy is not None:
+        check_privacy(held.privacy)
+    if not isinstance(held.guard_flags, str) or not held.guard_flags or len(held.guard_flags) > GUARD_FLAGS_MAX_LENGTH:
+        raise InvalidField(
+            "guard_flags", f"must name the rules the write broke (1 to {GUARD_FLAGS_MAX_LENGTH} characters)."
+        )
+    if held.status not in HeldWrite.Status.values:
+        raise InvalidField("status", f"must be one of {', '.join(HeldWrite.Status.values)}.")
+    pending = held.status == HeldWrite.Status.PENDING
+    if pending != (held.decided_at is None):
+        raise InvalidField("decided_at", "must be null for a pending write, and set for a decided one.")
+    if pending and held.decided_by is not None:
+        raise InvalidField("decided_by", "must be null for a pending write.")
+    if held.entry_version is not None and (
+        held.status != HeldWrite.Status.APPROVED or not _whole(held.entry_version, lowest=1)
+    ):
+        raise InvalidField("entry_version", "must be null, or for an approved write a whole number of at least 1.")
+    if held.ttl is not None and not _whole(held.ttl, lowest=1):
+        raise InvalidField("ttl", "must be null or a whole number of seconds, at least 1.")
+    if not isinstance(held.clears_expiry, bool):
+        raise InvalidField("clears_expiry", "must be true or false.")
+    if sum((held.ttl is not None, held.expires is not None, held.clears_expiry)) > 1:
+        raise InvalidField("ttl", "at most one of ttl, expires and clears_expiry may be set.")
+    if held.expected_version is not None and not _whole(held.expected_version, lowest=0):
+        raise InvalidField("expected_version", "must be null or a whole number of at least 0.")
+    for name in ("requested_by", "decided_by"):
+        if getattr(held, name) is not None and not isinstance(getattr(held, name), str):
+            raise InvalidField(name, "must be a username or null.")
+    for name in ("requested_at", "decided_at", "expires"):
+        moment = getattr(held, name)
+        if moment is None:
+            continue
+        if not isinstance(moment, datetime) or timezone.is_naive(moment):
+            raise InvalidField(name, "must be a date and time with a time zone (ISO 8601).")
+        if name != "expires" and moment > now + IMPORT_CLOCK_SKEW:
+            raise InvalidField(
+                name, f"must not be in the future (more than {IMPORT_CLOCK_SKEW.seconds // 60} minutes ahead)."
+            )
+
+
 def _check_restore_time(event: RestoreEvent, *, now: datetime) -> None:
     if event.actor is not None and not isinstance(event.actor, str):
         raise InvalidField("actor", "must be a username or null.")
@@ -700,6 +791,9 @@ class _Restore:
         self.entry_identities: set[tuple[int, str, str]] = set()
         # (owner id, uid, key, version) of the create and update events read: each names one state of its key.
         self.change_versions: set[tuple[int, str, str, int]] = set()
+        # The held lines read, by their id in the backup: (owner id, uid, key); and the ids this hub gave them.
+        self.held_lines: dict[object, tuple[int, str, str]] = {}
+        self.held_ids: dict[object, int] = {}
         # Accounts whose policy line this restore has read: one line each.
         self.policy_owners: set[int] = set()
         self.default_privacy: dict[int, str] = {}
@@ -734,7 +828,7 @@ class _Restore:
         return account
 
     def _unclaimed_with_data(self, pairs: set[tuple[int, str]]) -> set[tuple[int, str]]:
-        """Of these (owner id, uid), the ones that already hold entries or history on this hub."""
+        """Of these (owner id, uid), the ones that already hold entries, history or held writes on this hub."""
         uids_by_owner: dict[int, list[str]] = {}
         for owner_id, uid in pairs:
             uids_by_owner.setdefault(owner_id, []).append(uid)
@@ -742,14 +836,14 @@ class _Restore:
         for owner_id, uids in uids_by_owner.items():
             for start in range(0, len(uids), IMPORT_LOOKUP_SIZE):
                 part = uids[start : start + IMPORT_LOOKUP_SIZE]
-                for model in (MemoryEntry, MemoryEvent):
+                for model in (MemoryEntry, MemoryEvent, HeldWrite):
                     found = model.objects.filter(owner_id=owner_id, uid__in=part).values_list("uid", flat=True)
                     taken.update((owner_id, uid) for uid in found.distinct())
         return taken
 
     def round(self, lines: list[RestoreLine]) -> None:
         """Check one round of lines and, while nothing has been refused, insert them."""
-        checked: list[tuple[int, User, RestoreEntry | RestoreEvent, User | None]] = []
+        checked: list[tuple[int, User, RestoreEntry | RestoreEvent | RestoreHeld, object]] = []
         policies: list[tuple[User, RestorePolicy]] = []
         for line_number, item in lines:
             self.counts.lines += 1
@@ -760,13 +854,21 @@ class _Restore:
                     _check_restore_policy(item)
                     policies.append((self._policy_owner(item), item))
                     continue
+                actor: object
                 if isinstance(item, RestoreEntry):
                     _check_restore_entry(item, now=self.now)
                     actor = None
+                elif isinstance(item, RestoreHeld):
+                    _check_restore_held(item, now=self.now)
+                    actor = tuple(
+                        None if name is None else self.account(name, field_name)
+                        for name, field_name in ((item.requested_by, "requested_by"), (item.decided_by, "decided_by"))
+                    )
                 else:
                     _check_restore_event(item, now=self.now)
                     actor = None if item.actor is None else self.account(item.actor, "actor")
                 owner = self.account(item.owner, "owner")
+                self._check_held_reference(item, owner)
             except InvalidField as error:
                 self.counts.refuse(line_number, error)
                 continue
@@ -776,6 +878,7 @@ class _Restore:
         self.claimed |= fresh - taken
         entry_rows: list[tuple] = []
         event_rows: list[tuple] = []
+        held_writes: list[tuple[object, HeldWrite]] = []
         restored: dict[int, tuple[User, list[MemoryEntry]]] = {}
         connection = transaction.get_connection()
         as_db_time = connection.ops.adapt_datetimefield_value
@@ -793,14 +896,42 @@ class _Restore:
                     line_number,
                     InvalidField(
                         "uid",
-                        f"{pair[1]!r} of account {owner.get_username()!r} already has entries or history on this "
-                        "hub; a backup with history is restored only into users that have none.",
+                        f"{pair[1]!r} of account {owner.get_username()!r} already has entries, history or held "
+                        "writes on this hub; a backup with history is restored only into users that have none.",
                     ),
                 )
                 continue
             if pair in self.conflicting:
                 continue
-            if isinstance(item, RestoreEntry):
+            if isinstance(item, RestoreHeld):
+                assert isinstance(actor, tuple)
+                requested_by, decided_by = actor
+                held_writes.append(
+                    (
+                        item.backup_id,
+                        HeldWrite(
+                            owner=owner,
+                            uid=item.uid,
+                            key=item.key,
+                            value=item.value,
+                            kind=item.kind,
+                            meta=item.meta,
+                            privacy=item.privacy,
+                            ttl=item.ttl,
+                            expires=item.expires,
+                            clears_expiry=item.clears_expiry,
+                            expected_version=item.expected_version,
+                            guard_flags=item.guard_flags,
+                            requested_by=requested_by,
+                            requested_at=item.requested_at,
+                            status=item.status,
+                            decided_by=decided_by,
+                            decided_at=item.decided_at,
+                            entry_version=item.entry_version,
+                        ),
+                    )
+                )
+            elif isinstance(item, RestoreEntry):
                 record = item.record
                 identity = (owner.pk, record.uid, record.key)
                 if identity in self.entry_identities:
@@ -850,7 +981,7 @@ class _Restore:
                     (owner.pk, item.uid, item.key, item.action, item.version, item.value_before, item.value_after,
                      item.kind_before, item.kind_after, as_db_json(item.meta_before), as_db_json(item.meta_after),
                      item.privacy_before, item.privacy_after, as_db_time(item.created_before), item.entries_erased,
-                     actor.pk if actor is not None else None, as_db_time(item.at))
+                     actor.pk if isinstance(actor, User) else None, as_db_time(item.at), item.held_write)
                 )  # fmt: skip
         if self.counts.refused:
             return
@@ -866,14 +997,35 @@ class _Restore:
                 },
             )
             self.default_privacy.pop(owner.pk, None)
+        HeldWrite.objects.bulk_create([held for _, held in held_writes])
+        self.held_ids.update((backup_id, held.pk) for backup_id, held in held_writes)
+        # Each event's held write: the id the backup named, made the one this hub gave it.
+        event_rows = [(*row[:-1], None if row[-1] is None else self.held_ids[row[-1]]) for row in event_rows]
         _bulk_insert(MemoryEntry._meta.db_table, ENTRY_IMPORT_COLUMNS, entry_rows)
-        _bulk_insert(MemoryEvent._meta.db_table, EVENT_IMPORT_COLUMNS, event_rows)
+        _bulk_insert(MemoryEvent._meta.db_table, RESTORE_EVENT_COLUMNS, event_rows)
         for owner, entries in restored.values():
             sync_outbox_record(owner=owner, entries=entries)
             embedding_mark_stale(entries)
         self.counts.entries += len(entry_rows)
         self.counts.events += len(event_rows)
         self.counts.policies += len(policies)
+        self.counts.held += len(held_writes)
+
+    def _check_held_reference(self, item: RestoreEntry | RestoreEvent | RestoreHeld, owner: User) -> None:
+        """A held line's id is new to the backup; an event's held_write names a held line read before it, of the
+        same account, user and key."""
+        if isinstance(item, RestoreHeld):
+            if item.backup_id in self.held_lines:
+                raise InvalidField("id", f"held write {item.backup_id} has an earlier held line.")
+            self.held_lines[item.backup_id] = (owner.pk, item.uid, item.key)
+        elif (
+            isinstance(item, RestoreEvent)
+            and item.held_write is not None
+            and self.held_lines.get(item.held_write) != (owner.pk, item.uid, item.key)
+        ):
+            raise InvalidField(
+                "held_write", "must name a held line before it, of the same owner, uid and key (or be null)."
+            )
 
     def _policy_owner(self, policy: RestorePolicy) -> User:
         """The account a policy line is for; refused when it had a line already or holds a different policy."""
@@ -893,7 +1045,7 @@ class _Restore:
         return owner
 
     @staticmethod
-    def _uid(item: RestoreEntry | RestoreEvent) -> str:
+    def _uid(item: RestoreEntry | RestoreEvent | RestoreHeld) -> str:
         return item.record.uid if isinstance(item, RestoreEntry) else item.uid
 
 

@@ -15,8 +15,8 @@ class Command(BaseCommand):
     help = (
         "Write every entry (or one account's) as versioned JSONL: a header with the format version, "
         "count and sha256, then one entry per line. import_memories reads it back. --with-history: "
-        "a full backup, the account policies, the entries and every history event, which import_memories "
-        "restores exactly (held writes are not in it)."
+        "a full backup, the account policies, the writes the guard held (pending or decided), the entries "
+        "and every history event, which import_memories restores exactly."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -57,6 +57,7 @@ class Command(BaseCommand):
                     selectors.event_export_rows(owner=account),
                     destination,
                     policy_rows=selectors.policy_export_rows(owner=account),
+                    held_rows=selectors.held_export_rows(owner=account),
                 )
             return exchange.write_export(rows, destination)
 
@@ -69,8 +70,8 @@ class Command(BaseCommand):
         if header.with_history:
             self.stderr.write(
                 f"Exported {header.policies} account {'policy' if header.policies == 1 else 'policies'}, "
-                f"{header.entries} entries and {header.events} "
-                f"history events (sha256 {header.sha256}); the writes held for review are not in a backup."
+                f"{header.held} writes held by the guard, {header.entries} entries and {header.events} "
+                f"history events (sha256 {header.sha256})."
             )
         else:
             self.stderr.write(

@@ -216,6 +216,11 @@ class Command(BaseCommand):
             f"{counts.lines} lines read: {counts.entries} entries and {counts.events} history events {verb} restored"
             + (f", with {_counted(counts.policies, 'account policy', 'account policies')}" if counts.policies else "")
             + (
+                f", and {_counted(counts.held, 'write held by the guard', 'writes held by the guard')}"
+                if counts.held
+                else ""
+            )
+            + (
                 f"; {_counted(len(created), 'account', 'accounts')} {account_verb} created ({', '.join(created)})."
                 if created
                 else "."
