@@ -226,7 +226,7 @@ CONTEXT_TOTALS_SQL = (
 # The entries by id, the user's own only. On SQLite the unary + keeps the planner on the primary key
 # (it would otherwise walk all of the user's (owner, uid, key) index to find a few ids).
 CONTEXT_BY_ID_SQL = (
-    f'SELECT id, "key", kind, value, version, updated FROM {_ENTRIES} WHERE id IN ({{ids}}) AND {{scope}}{{flagged}}'
+    f'SELECT id, "key", kind, value, version, updated FROM {_ENTRIES} WHERE {{ids}} AND {{scope}}{{flagged}}'
 )
 CONTEXT_SCOPE_SQL = {"sqlite": "+owner_id = %s AND +uid = %s", "postgresql": "owner_id = %s AND uid = %s"}
 _CONTEXT_LENGTH = 'length("key") + length(kind) + length(value)'
@@ -310,12 +310,10 @@ def _context_relevant(
     in one read (the user's own rows only)."""
     if not ranked:
         return
-    ids = [entry_id for entry_id, _ in ranked]
-    sql = CONTEXT_BY_ID_SQL.format(
-        ids=", ".join(["%s"] * len(ids)), scope=CONTEXT_SCOPE_SQL[connection.vendor], flagged=flagged
-    )
+    condition, ids_params = search.ids_in([entry_id for entry_id, _ in ranked])
+    sql = CONTEXT_BY_ID_SQL.format(ids=condition, scope=CONTEXT_SCOPE_SQL[connection.vendor], flagged=flagged)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*ids, owner.pk, uid])
+        cursor.execute(sql, [*ids_params, owner.pk, uid])
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     for entry_id, reason in ranked:
         if entry_id in rows:

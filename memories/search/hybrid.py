@@ -48,6 +48,7 @@ from memories.search.lexical import (
     LexicalQuery,
     Order,
     ShownResult,
+    ids_in,
     match_filter,
     matches,
     shown_by_id_read,
@@ -492,12 +493,11 @@ class HybridMatches:
         """columns of the entries of these ids among the user's own that the filter lets through, read by id in
         one statement of fixed SQL (the filter's compiled once per shape)."""
         filter_sql, filter_params = self.filters.sql()
-        sql = (
-            f"SELECT {columns} FROM {ENTRY_TABLE} WHERE id IN ({', '.join(['%s'] * len(ids))}) "
-            f"AND {BY_ID_SCOPE_SQL[connection.vendor]}{filter_sql}"
-        )
+        condition, ids_params = ids_in(ids)
+        scope = BY_ID_SCOPE_SQL[connection.vendor]
+        sql = f"SELECT {columns} FROM {ENTRY_TABLE} WHERE {condition} AND {scope}{filter_sql}"
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*ids, self.owner_id, self.uid, *filter_params])
+            cursor.execute(sql, [*ids_params, self.owner_id, self.uid, *filter_params])
             return cursor.fetchall()
 
     def _visible_ids(self, ids: list[int]) -> list[int]:

@@ -37,7 +37,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -853,12 +853,23 @@ def _word_count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: Lex
         return cursor.fetchone()[0]
 
 
+def ids_in(ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """A condition that id is one of ids, and its parameters. On PostgreSQL one array parameter (id = ANY): the
+    statement's text is then the same for any number of ids, so psycopg keeps its conversion and the server
+    its prepared statement (past 50 parameters psycopg parsed the statement anew each time, a fifth of a
+    page's read of its entries); elsewhere IN with one parameter per id."""
+    if connection.vendor == "postgresql":
+        return "id = ANY(%s)", [list(ids)]
+    return f"id IN ({', '.join(['%s'] * len(ids))})", list(ids)
+
+
 def entries_by_id_read(ids: list[int]) -> dict[int, MemoryEntry]:
     """The entries of these ids (ranked candidates: the user's own), by id, in one statement of fixed SQL built
     as the ORM builds its entries (memories.rows), without compiling a QuerySet."""
-    sql = f"SELECT {entry_columns(ENTRY_TABLE)} FROM {ENTRY_TABLE} WHERE id IN ({', '.join(['%s'] * len(ids))})"
+    condition, params = ids_in(ids)
+    sql = f"SELECT {entry_columns(ENTRY_TABLE)} FROM {ENTRY_TABLE} WHERE {condition}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, ids)
+        cursor.execute(sql, params)
         return {entry.pk: entry for entry in entries_from_rows(cursor.fetchall())}
 
 
@@ -872,12 +883,13 @@ def shown_by_id_read(
 ) -> dict[int, tuple[tuple[Any, ...], str, str]]:
     """Of the entries of these ids (and scope_sql, a condition starting with AND), by id: their shown values
     (memories.rows.shown_values) and their folded key and value, in one statement of fixed SQL."""
+    condition, ids_params = ids_in(ids)
     sql = (
         f"SELECT {shown_columns(ENTRY_TABLE)}, id, key_folded, value_folded FROM {ENTRY_TABLE} "
-        f"WHERE id IN ({', '.join(['%s'] * len(ids))}){scope_sql}"
+        f"WHERE {condition}{scope_sql}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*ids, *scope_params])
+        cursor.execute(sql, [*ids_params, *scope_params])
         rows = cursor.fetchall()
     return {row[-3]: (shown, row[-2], row[-1]) for row, shown in zip(rows, shown_values(rows), strict=True)}
 
