@@ -666,6 +666,22 @@ HELD_EXPORT_FIELDS = (
 )  # fmt: skip
 
 
+def repeated_versions(*, owner: User | None = None, limit: int = 5) -> list[tuple[str, str, str, int]]:
+    """(account, uid, key, version) of keys whose history holds two creates or updates at one version, which
+    migration 0024 left as they were (a race before it could write them); at most limit of them."""
+    changes = MemoryEvent.objects.filter(action__in=[MemoryEvent.Action.CREATE, MemoryEvent.Action.UPDATE])
+    if owner is not None:
+        changes = changes.filter(owner=owner)
+    repeated = (
+        changes.values("owner__username", "uid", "key", "version")
+        .annotate(times=Count("id"))
+        .filter(times__gt=1)
+        .order_by("owner__username", "uid", "key", "version")
+        .values_list("owner__username", "uid", "key", "version")
+    )
+    return list(repeated[:limit])
+
+
 def held_export_rows(*, owner: User | None = None) -> QuerySet[HeldWrite, tuple]:
     """Every write the guard held, pending or decided, as a tuple of HELD_EXPORT_FIELDS, oldest first: for
     operators' backups with history (manage.py export_memories --with-history); owner=None reads every

@@ -38,7 +38,16 @@ from memories.services.entries import (
 )
 from memories.services.guarding import HeldExpiry, guard_decide, held_write_new
 from memories.services.locks import users_lock
-from memories.validation import InvalidField, check_key, check_kind, check_meta, check_privacy, check_uid, check_value
+from memories.validation import (
+    InvalidField,
+    check_key,
+    check_kind,
+    check_meta,
+    check_privacy,
+    check_ttl,
+    check_uid,
+    check_value,
+)
 
 # The largest version a PositiveIntegerField holds on every database.
 DATABASE_MAX_VERSION = 2_147_483_647
@@ -672,6 +681,8 @@ def _check_erase_event(event: RestoreEvent) -> None:
 
 def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
     check_uid(event.uid)
+    if event.held_write is not None and not _whole(event.held_write, lowest=1):
+        raise InvalidField("held_write", "must be null or a held line's id (a whole number of at least 1).")
     if event.action not in MemoryEvent.Action.values:
         raise InvalidField("action", f"must be one of {', '.join(MemoryEvent.Action.values)}.")
     for name in ("privacy_before", "privacy_after"):
@@ -738,8 +749,8 @@ def _check_restore_held(held: RestoreHeld, *, now: datetime) -> None:
         held.status != HeldWrite.Status.APPROVED or not _whole(held.entry_version, lowest=1)
     ):
         raise InvalidField("entry_version", "must be null, or for an approved write a whole number of at least 1.")
-    if held.ttl is not None and not _whole(held.ttl, lowest=1):
-        raise InvalidField("ttl", "must be null or a whole number of seconds, at least 1.")
+    if held.ttl is not None:
+        check_ttl(held.ttl)
     if not isinstance(held.clears_expiry, bool):
         raise InvalidField("clears_expiry", "must be true or false.")
     if sum((held.ttl is not None, held.expires is not None, held.clears_expiry)) > 1:
@@ -759,6 +770,8 @@ def _check_restore_held(held: RestoreHeld, *, now: datetime) -> None:
             raise InvalidField(
                 name, f"must not be in the future (more than {IMPORT_CLOCK_SKEW.seconds // 60} minutes ahead)."
             )
+    if held.decided_at is not None and held.decided_at < held.requested_at:
+        raise InvalidField("decided_at", "must not be before requested_at: a write is decided after it is held.")
 
 
 def _check_restore_time(event: RestoreEvent, *, now: datetime) -> None:
@@ -792,8 +805,10 @@ class _Restore:
         # (owner id, uid, key, version) of the create and update events read: each names one state of its key.
         self.change_versions: set[tuple[int, str, str, int]] = set()
         # The held lines read, by their id in the backup: (owner id, uid, key); and the ids this hub gave them.
-        self.held_lines: dict[object, tuple[int, str, str]] = {}
+        self.held_lines: dict[object, tuple[int, str, str, str]] = {}
         self.held_ids: dict[object, int] = {}
+        # The held lines an event has named: each held write is decided once, by one event.
+        self.held_named: set[object] = set()
         # Accounts whose policy line this restore has read: one line each.
         self.policy_owners: set[int] = set()
         self.default_privacy: dict[int, str] = {}
@@ -1017,15 +1032,27 @@ class _Restore:
         if isinstance(item, RestoreHeld):
             if item.backup_id in self.held_lines:
                 raise InvalidField("id", f"held write {item.backup_id} has an earlier held line.")
-            self.held_lines[item.backup_id] = (owner.pk, item.uid, item.key)
-        elif (
-            isinstance(item, RestoreEvent)
-            and item.held_write is not None
-            and self.held_lines.get(item.held_write) != (owner.pk, item.uid, item.key)
-        ):
+            self.held_lines[item.backup_id] = (owner.pk, item.uid, item.key, item.status)
+            return
+        if not isinstance(item, RestoreEvent) or item.held_write is None:
+            return
+        held = self.held_lines.get(item.held_write)
+        if held is None or held[:3] != (owner.pk, item.uid, item.key):
             raise InvalidField(
                 "held_write", "must name a held line before it, of the same owner, uid and key (or be null)."
             )
+        # The event that records a decision: a rejection's for a rejected write, a create or update for an
+        # approved one, and one event for each.
+        decided = HeldWrite.Status.REJECTED if item.action == MemoryEvent.Action.REJECT else HeldWrite.Status.APPROVED
+        if item.action not in (MemoryEvent.Action.REJECT, MemoryEvent.Action.CREATE, MemoryEvent.Action.UPDATE) or (
+            held[3] != decided
+        ):
+            raise InvalidField(
+                "held_write", f"a {item.action} event cannot record the decision on a {held[3]} held write."
+            )
+        if item.held_write in self.held_named:
+            raise InvalidField("held_write", f"held write {item.held_write} is named by an earlier event.")
+        self.held_named.add(item.held_write)
 
     def _policy_owner(self, policy: RestorePolicy) -> User:
         """The account a policy line is for; refused when it had a line already or holds a different policy."""

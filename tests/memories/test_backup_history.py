@@ -358,14 +358,21 @@ def test_held_lines_and_the_events_naming_them_are_checked_by_line(owner, tmp_pa
         {**reject, "held_write": 99},
         {**reject, "key": "other", "held_write": 7},
         reject,
-    ]
+        {**held, "id": 11, "ttl": 2_000_000_000},
+        {**held, "id": 12, "decided_at": "2026-01-01T00:00:00+00:00"},
+        {**reject, "held_write": {"id": 7}},
+        {**reject, "held_write": True},
+        reject,
+        {**reject, "action": "update", "version": 1, "value_before": "u", "value_after": "v",
+         "kind_before": "preference", "kind_after": "preference", "meta_before": {}, "meta_after": {}},
+    ]  # fmt: skip
     backup = tmp_path / "hand-made.jsonl"
     _write(
         backup,
         {"format": "memoryhub.memories", "format_version": 2},
         [json.dumps(line).encode() + b"\n" for line in lines],
     )
-    with pytest.raises(CommandError, match="6 lines were refused"):
+    with pytest.raises(CommandError, match="12 lines were refused"):
         call_command("import_memories", str(backup), quiet=True)
     out = capsys.readouterr().out
     assert "line 3: decided_at: must be null for a pending write, and set for a decided one." in out
@@ -374,6 +381,12 @@ def test_held_lines_and_the_events_naming_them_are_checked_by_line(owner, tmp_pa
     assert "line 6: guard_flags: must name the rules the write broke" in out
     assert "line 7: held_write: must name a held line before it, of the same owner, uid and key" in out
     assert "line 8: held_write: must name a held line before it" in out
+    assert "line 10: ttl: must be 1 to 315360000 seconds; got 2000000000." in out
+    assert "line 11: decided_at: must not be before requested_at" in out
+    assert "line 12: held_write: must be null or a held line's id" in out
+    assert "line 13: held_write: must be null or a held line's id" in out
+    assert "line 14: held_write: held write 7 is named by an earlier event." in out
+    assert "line 15: held_write: a update event cannot record the decision on a rejected held write." in out
     assert HeldWrite.objects.count() == 0 and MemoryEvent.objects.count() == 0
     # Without the refused lines, the held write and its rejection come back, linked.
     _write(

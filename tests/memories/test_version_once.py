@@ -101,6 +101,26 @@ def test_an_import_of_an_entry_lost_with_its_history_kept_adds_no_event(owner, t
     assert dict(MemoryEntry.objects.filter(owner=owner).values_list("key", "version")) == {"editor": 2, "shell": 3}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_export_warns_of_history_that_repeats_a_version(owner, tmp_path: Path, capsys):
+    with connection.schema_editor() as editor:
+        MIGRATION._index_drop(None, editor)
+    try:
+        _event(owner, action="create", version=1)
+        _event(owner, action="update", version=1, value="coffee")
+        call_command("export_memories", str(tmp_path / "backup.jsonl"), with_history=True)
+        err = capsys.readouterr().err
+        assert "Warning: the history repeats a version of a key (owner/alice/drink version 1)" in err
+        assert "import_memories refuses the second event of each such version" in err
+    finally:
+        MemoryEvent.objects.all().delete()
+        with connection.schema_editor() as editor:
+            MIGRATION._index_drop(None, editor)
+            MIGRATION._index_create(None, editor)
+    call_command("export_memories", str(tmp_path / "clean.jsonl"), with_history=True)
+    assert "Warning" not in capsys.readouterr().err
+
+
 def test_a_backup_whose_history_repeats_a_version_is_refused_by_its_line(owner, tmp_path: Path, capsys):
     services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
     services.entry_put(owner=owner, uid="alice", key="editor", value="emacs")

@@ -73,6 +73,16 @@ class Command(BaseCommand):
                 f"{header.held} writes held by the guard, {header.entries} entries and {header.events} "
                 f"history events (sha256 {header.sha256})."
             )
+            repeated = selectors.repeated_versions(owner=account)
+            if repeated:
+                named = "; ".join(f"{name}/{uid}/{key} version {version}" for name, uid, key, version in repeated)
+                more = "; ..." if len(repeated) == 5 else ""
+                self.stderr.write(
+                    f"Warning: the history repeats a version of a key ({named}{more}): "
+                    "written before migration 0024, when a race could repeat one. import_memories refuses the "
+                    "second event of each such version, naming its line, and restores nothing until it is "
+                    "resolved in the file."
+                )
         else:
             self.stderr.write(
                 f"Exported {header.count} entries, {header.local} of them local (sha256 {header.sha256})."
