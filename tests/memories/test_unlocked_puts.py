@@ -305,71 +305,9 @@ def _waiting_on_a_lock(seconds: float) -> bool:
     return False
 
 
-@postgresql_only
-@pytest.mark.parametrize(("last_put_found_its_key", "in_transaction"), [(False, False), (True, False), (None, True)])
-def test_a_put_while_a_batch_changes_and_deletes_its_key_goes_on_from_the_batchs_versions(
-    owner, last_put_found_its_key, in_transaction
-):
-    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
-    applied, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
-    def batch() -> None:
-        try:
-            with transaction.atomic():
-                services.entries_batch(
-                    owner=owner,
-                    uid="alice",
-                    operations=[
-                        services.BatchOperation(op="put", key="tea", value="black"),
-                        services.BatchOperation(op="delete", key="tea"),
-                    ],
-                )
-                applied.set()
-                release.wait(10)
-        except BaseException as error:  # noqa: BLE001 - handed to the test's thread to fail it
-            errors.append(error)
-        finally:
-            connection.close()
-
-    def put() -> None:
-        try:
-            applied.wait(10)
-            if in_transaction:
-                # The locked path: its read waits for the batch's lock.
-                with transaction.atomic():
-                    services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
-                return
-            # Whether the put tries to create the key first, or reads it first (the batch's put set the guess).
-            entries._CHANGES_SEEN[(owner.pk, "alice")] = last_put_found_its_key
-            services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
-        except BaseException as error:  # noqa: BLE001 - handed to the test's thread to fail it
-            errors.append(error)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=batch), threading.Thread(target=put)]
-    for thread in threads:
-        thread.start()
-    assert applied.wait(10)
-    # The put waits on the entry the batch has changed and deleted, not yet committed.
-    assert _waiting_on_a_lock(5)
-    release.set()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    assert _history(owner, "tea") == [
-        ("create", 1, None, "green"),
-        ("update", 2, "green", "black"),
-        ("delete", 2, "black", None),
-        ("create", 3, None, "oolong"),
-    ]
-    assert MemoryEntry.objects.get(owner=owner, key="tea").version == 3
-
-
-def _racing_a_batch_that_creates_and_deletes(owner, write) -> list[BaseException]:
-    """Run write while a batch that creates the key "tea" and deletes it again holds its transaction open, the
-    write waiting on the batch's entry; the errors either raised."""
+def _racing_a_batch_that_puts_and_deletes(owner, write) -> list[BaseException]:
+    """Run write while a batch that puts the key "tea" (creating or changing it) and deletes it again holds its
+    transaction open, the write waiting on the batch's entry; the errors either raised."""
     applied, release = threading.Event(), threading.Event()
     errors: list[BaseException] = []
 
@@ -404,12 +342,39 @@ def _racing_a_batch_that_creates_and_deletes(owner, write) -> list[BaseException
     for thread in threads:
         thread.start()
     assert applied.wait(10)
-    # The write has worked out its version and waits on the entry the batch created, not yet committed.
+    # The write waits on the entry the batch has written and deleted, not yet committed.
     assert _waiting_on_a_lock(5)
     release.set()
     for thread in threads:
         thread.join()
     return errors
+
+
+@postgresql_only
+@pytest.mark.parametrize(("last_put_found_its_key", "in_transaction"), [(False, False), (True, False), (None, True)])
+def test_a_put_while_a_batch_changes_and_deletes_its_key_goes_on_from_the_batchs_versions(
+    owner, last_put_found_its_key, in_transaction
+):
+    services.entry_put(owner=owner, uid="alice", key="tea", value="green")
+
+    def put() -> None:
+        if in_transaction:
+            # The locked path: its read waits for the batch's lock.
+            with transaction.atomic():
+                services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
+            return
+        # Whether the put tries to create the key first, or reads it first (the batch's put set the guess).
+        entries._CHANGES_SEEN[(owner.pk, "alice")] = last_put_found_its_key
+        services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
+
+    assert _racing_a_batch_that_puts_and_deletes(owner, put) == []
+    assert _history(owner, "tea") == [
+        ("create", 1, None, "green"),
+        ("update", 2, "green", "black"),
+        ("delete", 2, "black", None),
+        ("create", 3, None, "oolong"),
+    ]
+    assert MemoryEntry.objects.get(owner=owner, key="tea").version == 3
 
 
 @postgresql_only
@@ -430,7 +395,7 @@ def test_a_put_while_a_batch_creates_and_deletes_its_key_never_repeats_the_batch
         entries._CHANGES_SEEN[(owner.pk, "alice")] = path == "reads first"
         services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
 
-    assert _racing_a_batch_that_creates_and_deletes(owner, put) == []
+    assert _racing_a_batch_that_puts_and_deletes(owner, put) == []
     assert _history(owner, "tea") == [
         *before,
         ("create", last + 1, None, "black"),
@@ -449,7 +414,7 @@ def test_a_restore_while_a_batch_creates_and_deletes_its_key_restores_the_latest
     def restore() -> None:
         services.entry_restore(owner=owner, uid="alice", key="tea")
 
-    assert _racing_a_batch_that_creates_and_deletes(owner, restore) == []
+    assert _racing_a_batch_that_puts_and_deletes(owner, restore) == []
     # The restore began from the deletion at 1; done again after the batch, it brings back the batch's value.
     assert _history(owner, "tea") == [
         ("create", 1, None, "green"),
@@ -467,7 +432,7 @@ def test_a_put_in_a_callers_transaction_that_meets_a_taken_version_fails_that_tr
             services.entry_put(owner=owner, uid="alice", key="coffee", value="espresso")
             services.entry_put(owner=owner, uid="alice", key="tea", value="oolong")
 
-    errors = _racing_a_batch_that_creates_and_deletes(owner, put_in_transaction)
+    errors = _racing_a_batch_that_puts_and_deletes(owner, put_in_transaction)
     assert len(errors) == 1
     assert isinstance(errors[0], IntegrityError)
     assert entries.version_taken(errors[0])
