@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -283,6 +284,15 @@ def _write(path: Path, header: dict, lines: list[bytes]) -> None:
     path.write_bytes(json.dumps(header).encode() + b"\n" + body)
 
 
+def _write_backup_lines(path: Path, lines: Iterable[dict]) -> None:
+    """A backup with history (format version 2) of these lines, with its header's count and checksum."""
+    _write(
+        path,
+        {"format": "memoryhub.memories", "format_version": 2},
+        [json.dumps(line).encode() + b"\n" for line in lines],
+    )
+
+
 def test_bad_history_lines_are_named_by_line_and_field(owner, tmp_path: Path, capsys):
     moment = "2026-01-02T03:04:05.000006+00:00"
     event = {
@@ -304,11 +314,7 @@ def test_bad_history_lines_are_named_by_line_and_field(owner, tmp_path: Path, ca
         event,
     ]  # fmt: skip
     backup = tmp_path / "hand-made.jsonl"
-    _write(
-        backup,
-        {"format": "memoryhub.memories", "format_version": 2},
-        [json.dumps(line).encode() + b"\n" for line in lines],
-    )
+    _write_backup_lines(backup, lines)
     with pytest.raises(CommandError, match="9 lines were refused"):
         call_command("import_memories", str(backup), quiet=True)
     out = capsys.readouterr().out
@@ -367,11 +373,7 @@ def test_held_lines_and_the_events_naming_them_are_checked_by_line(owner, tmp_pa
          "kind_before": "preference", "kind_after": "preference", "meta_before": {}, "meta_after": {}},
     ]  # fmt: skip
     backup = tmp_path / "hand-made.jsonl"
-    _write(
-        backup,
-        {"format": "memoryhub.memories", "format_version": 2},
-        [json.dumps(line).encode() + b"\n" for line in lines],
-    )
+    _write_backup_lines(backup, lines)
     with pytest.raises(CommandError, match="12 lines were refused"):
         call_command("import_memories", str(backup), quiet=True)
     out = capsys.readouterr().out
@@ -389,11 +391,7 @@ def test_held_lines_and_the_events_naming_them_are_checked_by_line(owner, tmp_pa
     assert "line 15: held_write: a update event cannot record the decision on a rejected held write." in out
     assert HeldWrite.objects.count() == 0 and MemoryEvent.objects.count() == 0
     # Without the refused lines, the held write and its rejection come back, linked.
-    _write(
-        backup,
-        {"format": "memoryhub.memories", "format_version": 2},
-        [json.dumps(line).encode() + b"\n" for line in (held, reject)],
-    )
+    _write_backup_lines(backup, (held, reject))
     call_command("import_memories", str(backup), quiet=True)
     event = MemoryEvent.objects.get(key="k")
     assert (event.action, event.held_write.value, event.held_write.status) == ("reject", "v", "rejected")
@@ -518,11 +516,7 @@ def test_a_bad_policy_line_refuses_the_whole_restore(db, tmp_path: Path, capsys)
         entry,
     ]
     backup = tmp_path / "hand-made.jsonl"
-    _write(
-        backup,
-        {"format": "memoryhub.memories", "format_version": 2},
-        [json.dumps(line).encode() + b"\n" for line in lines],
-    )
+    _write_backup_lines(backup, lines)
 
     with pytest.raises(CommandError, match="4 lines were refused; nothing was restored"):
         call_command("import_memories", str(backup), create_accounts=True, quiet=True)
@@ -540,11 +534,7 @@ def test_a_restore_does_not_overwrite_a_different_policy_the_account_holds(owner
     services.account_policy_set(account=owner, default_privacy="local")
     backup = tmp_path / "hand-made.jsonl"
     lines = [_policy_line(default_privacy="shared", guard_mode="allow"), _policy_line(owner="stranger")]
-    _write(
-        backup,
-        {"format": "memoryhub.memories", "format_version": 2},
-        [json.dumps(line).encode() + b"\n" for line in lines],
-    )
+    _write_backup_lines(backup, lines)
 
     with pytest.raises(CommandError, match="nothing was restored"):
         call_command("import_memories", str(backup), create_accounts=True, quiet=True)
@@ -593,11 +583,7 @@ def test_restore_errors_are_listed_in_line_order(owner, tmp_path: Path, capsys):
     services.entry_put(owner=owner, uid="taken", key="k", value="here already")
     lines = [{**entry, "uid": "taken"}, {**entry, "owner": "nobody"}, {**entry, "uid": "taken", "key": "j"}]
     backup = tmp_path / "hand-made.jsonl"
-    _write(
-        backup,
-        {"format": "memoryhub.memories", "format_version": 2},
-        [json.dumps(line).encode() + b"\n" for line in lines],
-    )
+    _write_backup_lines(backup, lines)
 
     with pytest.raises(CommandError, match="nothing was restored"):
         call_command("import_memories", str(backup), quiet=True)
