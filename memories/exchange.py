@@ -89,6 +89,10 @@ def _json_line(content: dict[str, Any]) -> bytes:
     return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
+def _moment(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
 def _entry_fields(row: tuple) -> dict[str, Any]:
     owner, uid, key, value, kind, meta, privacy, created, updated, version, expires = row
     return {
@@ -102,7 +106,7 @@ def _entry_fields(row: tuple) -> dict[str, Any]:
         "created": created.isoformat(),
         "updated": updated.isoformat(),
         "version": version,
-        "expires": expires.isoformat() if expires is not None else None,
+        "expires": _moment(expires),
     }
 
 
@@ -151,17 +155,13 @@ def backup_event_line(row: tuple) -> bytes:
             "meta_after": meta_after,
             "privacy_before": privacy_before,
             "privacy_after": privacy_after,
-            "created_before": created_before.isoformat() if created_before is not None else None,
+            "created_before": _moment(created_before),
             "entries_erased": entries_erased,
             "actor": actor,
             "at": at.isoformat(),
             "held_write": held_write,
         }
     )
-
-
-def _moment(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
 
 
 def backup_held_line(row: tuple) -> bytes:

@@ -66,6 +66,11 @@ CONCURRENT_WRITE_SQLSTATES = frozenset({"23505", "40P01", "40001"})
 SQLITE_SEARCH_INDEXES = (FTS_TABLE, WORDS_TABLE)
 
 
+def _whole(value: object, *, lowest: int, highest: int = DATABASE_MAX_VERSION) -> bool:
+    """Whether value is a whole number from lowest to highest (a JSON number, not a boolean)."""
+    return type(value) is int and lowest <= value <= highest
+
+
 @dataclass(frozen=True)
 class ImportRecord:
     """One entry as an export file holds it. Timestamps and version left as None get defaults; privacy
@@ -120,11 +125,7 @@ def _check_import_record(record: ImportRecord, *, now: datetime) -> None:
             )
     if record.created and record.updated and record.created > record.updated:
         raise InvalidField("created", "must not be later than updated.")
-    if record.version is not None and (
-        isinstance(record.version, bool)
-        or not isinstance(record.version, int)
-        or not 1 <= record.version <= IMPORT_MAX_VERSION
-    ):
+    if record.version is not None and not _whole(record.version, lowest=1, highest=IMPORT_MAX_VERSION):
         raise InvalidField("version", f"must be a whole number from 1 to {IMPORT_MAX_VERSION}.")
 
 
@@ -675,7 +676,7 @@ def _check_erase_event(event: RestoreEvent) -> None:
     for side in ("before", "after"):
         _check_side(event, side, present=False)
     erased = event.entries_erased
-    if isinstance(erased, bool) or not isinstance(erased, int) or erased < 0:
+    if not _whole(erased, lowest=0):
         raise InvalidField("entries_erased", "must be a whole number of at least 0 for an erase event.")
 
 
@@ -700,11 +701,7 @@ def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
         raise InvalidField("entries_erased", f"must be null for a {event.action} event.")
     # A rejected held write on a key never stored is at version 0: nothing was.
     lowest = 0 if event.action == MemoryEvent.Action.REJECT else 1
-    if (
-        isinstance(event.version, bool)
-        or not isinstance(event.version, int)
-        or not lowest <= event.version <= DATABASE_MAX_VERSION
-    ):
+    if not _whole(event.version, lowest=lowest):
         raise InvalidField("version", f"must be a whole number from {lowest} to {DATABASE_MAX_VERSION}.")
     if event.action == MemoryEvent.Action.REJECT:
         # A rejection changes nothing: before and after are the entry as it stood, or none when there was none.
@@ -715,10 +712,6 @@ def _check_restore_event(event: RestoreEvent, *, now: datetime) -> None:
         _check_side(event, "before", present=event.action != MemoryEvent.Action.CREATE)
         _check_side(event, "after", present=event.action not in (MemoryEvent.Action.DELETE, MemoryEvent.Action.EXPIRE))
     _check_restore_time(event, now=now)
-
-
-def _whole(value: object, *, lowest: int, highest: int = DATABASE_MAX_VERSION) -> bool:
-    return type(value) is int and lowest <= value <= highest
 
 
 def _check_restore_held(held: RestoreHeld, *, now: datetime) -> None:

@@ -284,7 +284,7 @@ def _write(path: Path, header: dict, lines: list[bytes]) -> None:
     path.write_bytes(json.dumps(header).encode() + b"\n" + body)
 
 
-def _write_backup_lines(path: Path, lines: Iterable[dict]) -> None:
+def _write_backup_lines(path: Path, lines: Iterable[object]) -> None:
     """A backup with history (format version 2) of these lines, with its header's count and checksum."""
     _write(
         path,
