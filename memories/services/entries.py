@@ -14,11 +14,11 @@ or a delete finds nothing. The worker removes the rest (entries_expire).
 
 import functools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Literal
+from typing import Literal, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -124,6 +124,13 @@ def _locked_entry(*, owner: User, uid: str, key: str, now: datetime | None = Non
 
 # How many times a put tries to create its entry while concurrent writers create and remove the same key.
 CREATE_ATTEMPTS = 10
+Written = TypeVar("Written")
+
+
+# How SQLite words a refusal by EVENT_VERSION_ONCE: by its columns, not its name.
+_SQLITE_VERSION_TAKEN = "UNIQUE constraint failed: " + ", ".join(
+    f"{MemoryEvent._meta.db_table}.{column}" for column in ("owner_id", "uid", "key", "version")
+)
 
 
 def version_taken(error: IntegrityError) -> bool:
@@ -137,10 +144,20 @@ def version_taken(error: IntegrityError) -> bool:
     return EVENT_VERSION_ONCE in message or message.startswith(_SQLITE_VERSION_TAKEN)
 
 
-# How SQLite words a refusal by EVENT_VERSION_ONCE: by its columns, not its name.
-_SQLITE_VERSION_TAKEN = "UNIQUE constraint failed: " + ", ".join(
-    f"{MemoryEvent._meta.db_table}.{column}" for column in ("owner_id", "uid", "key", "version")
-)
+def _written_again_while_version_taken(write: Callable[[], Written]) -> Written:
+    """write(), which writes in a transaction of its own: done again, from the history as it then stands, while a
+    concurrent writer took the version it worked out (version_taken; rolled back whole each time), up to
+    CREATE_ATTEMPTS times. Inside a caller's transaction, once: such an error fails that transaction whole, as
+    any would."""
+    if connection.in_atomic_block:
+        return write()
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        try:
+            return write()
+        except IntegrityError as error:
+            if attempt == CREATE_ATTEMPTS or not version_taken(error):
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _expiry(*, expires: object, ttl: object, now: datetime) -> Expires:
@@ -578,19 +595,13 @@ def entry_put(
         created = put.entry_new()
         creation = (created, _creation_prepare(created, actor=actor))
     expiry_held = held_expiry(ttl=ttl, expires=new_expires) if decision.hold else KEEPS_EXPIRY
-    if connection.in_atomic_block:
-        # The caller's transaction: a version taken meanwhile (version_taken) fails it whole, as any error would.
-        outcome = _put_in_transaction(put, creation=creation, held_expiry=expiry_held)
-    else:
-        for attempt in range(1, CREATE_ATTEMPTS + 1):
-            try:
-                outcome = _put_in_transaction(put, creation=creation, held_expiry=expiry_held)
-                break
-            except IntegrityError as error:
-                # Rolled back whole: written again, reading the key's history anew.
-                if attempt == CREATE_ATTEMPTS or not version_taken(error):
-                    raise
-                creation = None
+    # A prepared creation runs once: a put written again takes the locked path.
+    unused = [creation]
+
+    def write() -> PutResult | HeldWrite:
+        return _put_in_transaction(put, creation=unused.pop() if unused else None, held_expiry=expiry_held)
+
+    outcome = _written_again_while_version_taken(write)
     if isinstance(outcome, HeldWrite):
         raise WriteHeld(outcome)
     _changes_seen(put.user, not outcome.created)
@@ -985,19 +996,9 @@ def entry_restore(
     at, the ETag it last had), else VersionConflict: a restore never brings back a state the
     caller has not seen.
     """
-    if connection.in_atomic_block:
-        return _restore_in_transaction(owner=owner, uid=uid, key=key, actor=actor, expected_version=expected_version)
-    for attempt in range(1, CREATE_ATTEMPTS + 1):
-        try:
-            return _restore_in_transaction(
-                owner=owner, uid=uid, key=key, actor=actor, expected_version=expected_version
-            )
-        except IntegrityError as error:
-            # A concurrent batch created and deleted the key meanwhile, at the version this restore took (see
-            # version_taken): rolled back whole, and done again from the history as it now stands.
-            if attempt == CREATE_ATTEMPTS or not version_taken(error):
-                raise
-    raise AssertionError("unreachable")
+    return _written_again_while_version_taken(
+        lambda: _restore_in_transaction(owner=owner, uid=uid, key=key, actor=actor, expected_version=expected_version)
+    )
 
 
 def _restore_in_transaction(
