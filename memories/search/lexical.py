@@ -414,7 +414,6 @@ def _candidates_postgres(
     text = ", candidate.key_folded, candidate.value_folded" if with_text else ""
     user_sql = f"owner_id = %s AND uid = %s{filter_sql}"
     words_sql = f"{POSTGRES_WORDS} @@ phraseto_tsquery('simple'::regconfig, %s)"
-    held_sql = f"{user_sql} AND {words_sql}"
 
     def holding_params(term: str) -> list[Any]:
         return [owner_id, uid, *filter_params, term]
@@ -432,15 +431,19 @@ def _candidates_postgres(
         if statistics is not None and term in known and known[term] >= COMMON_WORD_SHARE * statistics.documents
     }
 
+    def holds(term: str) -> str:
+        """The test that an entry holds term: for a common one, written so that no index answers it."""
+        return f"({words_sql}) IS TRUE" if term in common else words_sql
+
     def gather(term: str) -> str:
         if term in common:
             return (
-                f"SELECT id FROM {ENTRY_TABLE} WHERE {user_sql} AND ({words_sql}) IS TRUE "
+                f"SELECT id FROM {ENTRY_TABLE} WHERE {user_sql} AND {holds(term)} "
                 "ORDER BY updated DESC, id DESC LIMIT %s"
             )
         return (
-            f"SELECT hits.id FROM (SELECT id, updated FROM {ENTRY_TABLE} WHERE {held_sql} OFFSET 0) AS hits "
-            "ORDER BY hits.updated DESC, hits.id DESC LIMIT %s"
+            f"SELECT hits.id FROM (SELECT id, updated FROM {ENTRY_TABLE} WHERE {user_sql} AND {holds(term)} "
+            "OFFSET 0) AS hits ORDER BY hits.updated DESC, hits.id DESC LIMIT %s"
         )
 
     gathers = " UNION ALL ".join(
@@ -457,8 +460,7 @@ def _candidates_postgres(
         # `limit` holders: one that gathered fewer has fewer.
         held_by_many = " OR ".join(
             f"((SELECT count(*) FROM gathered WHERE gathered.n = {number}) >= %s AND (SELECT count(*) FROM "
-            f"(SELECT 1 FROM {ENTRY_TABLE} WHERE {user_sql} AND "
-            f"{f'({words_sql}) IS TRUE' if term in common else words_sql} LIMIT %s) AS holders) >= %s)"
+            f"(SELECT 1 FROM {ENTRY_TABLE} WHERE {user_sql} AND {holds(term)} LIMIT %s) AS holders) >= %s)"
             for number, term in enumerate(terms, start=1)
         )
         many_params = [param for term in terms for param in (limit, *holding_params(term), count_limit, count_limit)]
