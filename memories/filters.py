@@ -78,6 +78,12 @@ class EntryFilter:
             condition &= _meta_condition(name, values)
         return condition
 
+    @property
+    def moment_parameter(self) -> str | datetime:
+        """The filter's moment as the expiry column's parameter on this database (an entry expired at it or
+        before is left out)."""
+        return _moment_parameter(self.now)
+
     def sql(self) -> tuple[str, list[Any]]:
         """The condition as SQL over the entry table (unaliased), with its parameters: " AND (...)" or ""."""
         sql, params = self._compiled

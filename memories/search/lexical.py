@@ -58,6 +58,9 @@ MIN_INDEXED_LENGTH = 3
 RANK_CAP = 200
 # Counts are exact up to this many matches; beyond, the count is COUNT_LIMIT + 1 and marked inexact.
 COUNT_LIMIT = 1000
+# SQLite: a count of a word's holders looks past at most this many expired entries of the hub, not yet removed,
+# without reading the holders' entries (_word_count_sqlite).
+EXPIRED_LOOKED_PAST = 1000
 # A query searches for at most this many of its words, phrases and typos' variants (the first ones it
 # holds): each is one term of the statements that gather and rank, which SQLite caps at 500.
 QUERY_MAX_WORDS = 64
@@ -848,8 +851,39 @@ def _tail_sqlite(
 
 
 def _word_count_sqlite(owner_id: int, uid: str, filters: EntryFilter, query: LexicalQuery, limit: int) -> int:
-    """How many of the user's entries hold a query word whole (and pass the filter), up to limit."""
-    sql, params = _limited_ids_sqlite(WORDS_TABLE, _terms_match(query.ranking_terms), owner_id, uid, filters, limit)
+    """How many of the user's entries hold a query word whole (and pass the filter), up to limit.
+
+    Without a kind or meta filter, the user's range of the words index is counted first, alone, beside the
+    hub's expired entries not yet removed (the worker removes them): when the range holds limit more than
+    those, at least limit of the user's entries pass the filter, and none is read (a common word's count read
+    each of its 1,001 entries for its expiry: 0.43 ms where the index alone takes 0.06). Otherwise, or past
+    EXPIRED_LOOKED_PAST expired entries, each match's entry is read."""
+    match = _terms_match(query.ranking_terms)
+    if not filters.narrows:
+        rows, rows_params = _user_rows(WORDS_TABLE, owner_id, uid)
+        expired: str = "0"
+        expired_params: list[Any] = []
+        if not filters.include_expired:
+            expired = (
+                f"(SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} WHERE expires IS NOT NULL AND expires <= %s "
+                "LIMIT %s))"
+            )
+            expired_params = [filters.moment_parameter, EXPIRED_LOOKED_PAST]
+        # The range is counted up to limit past the expired entries, and no further.
+        held = (
+            f"SELECT count(*) FROM (SELECT 1 FROM {WORDS_TABLE} WHERE {WORDS_TABLE} MATCH %s AND {rows} "
+            f"LIMIT %s + {expired})"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT ({held}), {expired}", [match, *rows_params, limit, *expired_params, *expired_params]
+            )
+            holding, expired_count = cursor.fetchone()
+        if expired_count < EXPIRED_LOOKED_PAST and holding - expired_count >= limit:
+            return limit
+        if expired_count == 0:
+            return min(holding, limit)
+    sql, params = _limited_ids_sqlite(WORDS_TABLE, match, owner_id, uid, filters, limit)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM ({sql})", params)
         return cursor.fetchone()[0]

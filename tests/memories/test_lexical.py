@@ -4,15 +4,20 @@ Every test here runs on SQLite and, with DATABASE_URL set, on PostgreSQL: the fo
 matching rule are the same on both.
 """
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memories import search, selectors, services
-from memories.search import lexical
+from memories.models import MemoryEntry
+from memories.search import hybrid, lexical
 from memories.services.imports import ImportRecord, entries_import
+from memoryhub import api
 
 
 def _put(owner, key: str, value: str, uid: str = "alice") -> None:
@@ -161,6 +166,31 @@ def test_the_count_is_exact_up_to_a_thousand_and_says_so_beyond(owner, owner_api
     _import(owner, "carol", inside)
     mixed = owner_api.get("/api/v1/users/carol/memories", {"q": "coffee", "page_size": 10}).json()
     assert (mixed["count"], mixed["count_exact"]) == (1001, False)
+
+
+@pytest.mark.parametrize("looked_past", [1000, 2])
+def test_a_words_count_leaves_out_the_holders_that_expired(owner, owner_api, monkeypatch, looked_past):
+    """More hold the word than are ranked, and more than the count's limit, but three have expired: the seven
+    left are counted exactly (the hub's expired entries looked past, or, past EXPIRED_LOOKED_PAST, each read)."""
+    monkeypatch.setattr(lexical, "RANK_CAP", 5)
+    for counting in (lexical, hybrid):
+        monkeypatch.setattr(counting, "COUNT_LIMIT", 8)
+    monkeypatch.setattr(api, "PAGE_COUNT_LIMIT", 8)
+    monkeypatch.setattr(lexical, "EXPIRED_LOOKED_PAST", looked_past)
+    _import(owner, "alice", {f"k{number}": f"drinks coffee {number}" for number in range(10)})
+    _import(owner, "bob", {"k0": "drinks coffee"})
+    past = timezone.now() - timedelta(seconds=1)
+    MemoryEntry.objects.filter(owner=owner, uid="alice", key__in=["k1", "k4", "k7"]).update(expires=past)
+    page = owner_api.get("/api/v1/users/alice/memories", {"q": "coffee", "page_size": 3}).json()
+    assert (page["count"], page["count_exact"]) == (7, True)
+    # The owner's include_expired counts all ten: more than the limit.
+    every = owner_api.get("/api/v1/users/alice/memories", {"q": "coffee", "page_size": 3, "include_expired": 1})
+    assert (every.json()["count"], every.json()["count_exact"]) == (9, False)
+    # Another user's expired entries do not hide any of alice's.
+    MemoryEntry.objects.filter(owner=owner, uid="alice").update(expires=None)
+    MemoryEntry.objects.filter(owner=owner, uid="bob").update(expires=past)
+    page = owner_api.get("/api/v1/users/alice/memories", {"q": "coffee", "page_size": 3}).json()
+    assert (page["count"], page["count_exact"]) == (9, False)
 
 
 def _all_pages(owner_api, params: dict) -> tuple[list[str], list[str]]:
