@@ -101,6 +101,26 @@ def test_a_writer_waits_for_the_one_before_and_goes_in_as_it_lets_go(database) -
     assert _notes(database) == ["after the holder"]
 
 
+def test_a_writer_behind_a_short_write_goes_in_as_it_lets_go(database) -> None:
+    """Most writes hold the lock for well under the 5 ms a writer asks again for, before it waits on a thread."""
+    fd = os.open(database["NAME"] + WRITER_SUFFIX, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    letting_go = threading.Timer(0.002, fcntl.flock, args=(fd, fcntl.LOCK_UN))
+    writer = _connection(database)
+    try:
+        letting_go.start()
+        started = time.monotonic()
+        with _atomic(writer), writer.cursor() as cursor:
+            cursor.execute("INSERT INTO note (text) VALUES ('after a short write')")
+        waited = time.monotonic() - started
+    finally:
+        letting_go.join()
+        writer.close()
+        os.close(fd)
+    assert 0.001 <= waited < 0.2
+    assert _notes(database) == ["after a short write"]
+
+
 def test_a_writer_that_waits_past_the_busy_timeout_is_told_the_database_is_locked_and_writes_later(database):
     holder = _holder(database, 2.5)
     writer = _connection(database)
