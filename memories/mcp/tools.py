@@ -22,7 +22,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from memories import context, selectors, services
 from memories.api.serializers import (
@@ -34,7 +35,7 @@ from memories.api.serializers import (
 )
 from memories.filters import filter_from_arguments
 from memories.models import DEFAULT_KIND, KEY_MAX_LENGTH, UID_MAX_LENGTH, MemoryEntry
-from memories.validation import EXPIRY_MAX_SECONDS, InvalidField, check_key, check_uid
+from memories.validation import EXPIRY_MAX_SECONDS, InvalidField, check_key, check_kind, check_uid
 
 SERVER_NAME = "memoryhub"
 INSTRUCTIONS = (
@@ -65,8 +66,20 @@ Key = Annotated[
 ]
 # A value a recall's meta filter compares a field with.
 MetaFilterValue = str | int | float | bool
-PageNumber = Annotated[int, Field(ge=1, description="Which page, from 1.")]
-PageSize = Annotated[int, Field(ge=1, le=settings.MEMORYHUB_MAX_PAGE_SIZE, description="Items per page.")]
+
+
+def _not_true_or_false(value: object) -> object:
+    if isinstance(value, bool):
+        raise PydanticCustomError("whole_number", "Input should be a whole number, not true or false")
+    return value
+
+
+# Put after the Field of a whole-number argument (after it, so the schema keeps its minimum and maximum): the
+# argument is taken as pydantic takes an int (a string of digits too), but never true or false, which it would take
+# for 1 and 0 (a ttl of true stored a memory for one second).
+WHOLE_NUMBER = BeforeValidator(_not_true_or_false)
+PageNumber = Annotated[int, Field(ge=1, description="Which page, from 1."), WHOLE_NUMBER]
+PageSize = Annotated[int, Field(ge=1, le=settings.MEMORYHUB_MAX_PAGE_SIZE, description="Items per page."), WHOLE_NUMBER]
 
 
 def _ranked_by(field: str) -> str:
@@ -276,6 +289,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         expected_version: Annotated[
             int | None,
             Field(ge=1, description="Store only if the memory is at this version (from get); else an error."),
+            WHOLE_NUMBER,
         ] = None,
         privacy: Annotated[
             Literal["local", "shared"] | None,
@@ -293,6 +307,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                 description="Seconds until the memory expires and is forgotten (e.g. 86400 for a day); "
                 "left out, an existing memory keeps its expiry and a new one never expires.",
             ),
+            WHOLE_NUMBER,
         ] = None,
     ) -> dict[str, Any]:
         account = account_for(ctx)
@@ -364,6 +379,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                 le=settings.MEMORYHUB_MAX_PAGE_SIZE,
                 description="The most memories to return.",
             ),
+            WHOLE_NUMBER,
         ] = settings.MEMORYHUB_QUERY_LIMIT,
         kind: Annotated[
             str | list[str] | None,
@@ -382,7 +398,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         def work() -> Recalled:
             check_uid(uid)
             context.check_query_text(query, field="query")
-            filters = filter_from_arguments(kind=kind or None, meta=meta)
+            filters = filter_from_arguments(kind=kind, meta=meta)
             found = selectors.entry_search(owner=account, uid=uid, query_text=query, filters=filters)
             results = [RecalledMemory(**shown) for shown in search_results_data(found.entries, limit=limit)]
             return Recalled(uid=uid, query=query, count=len(results), results=results, ranking=found.ranking)
@@ -432,7 +448,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
 
         def work() -> dict[str, Any]:
             check_uid(uid)
-            entries = selectors.entry_list(owner=account, uid=uid, kind=kind or None)
+            entries = selectors.entry_list(owner=account, uid=uid, kind=None if kind is None else check_kind(kind))
             count = entries.count()
             last_page = max(1, -(-count // page_size))
             if page > last_page:
@@ -460,6 +476,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
         expected_version: Annotated[
             int | None,
             Field(ge=1, description="Delete only if the memory is at this version (from get); else an error."),
+            WHOLE_NUMBER,
         ] = None,
     ) -> dict[str, Any]:
         account = account_for(ctx)
@@ -552,6 +569,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                 le=context.CONTEXT_MAX_BUDGET,
                 description="The most characters the block may have.",
             ),
+            WHOLE_NUMBER,
         ] = context.CONTEXT_DEFAULT_BUDGET,
         query: Annotated[
             str,

@@ -122,6 +122,40 @@ def test_a_tools_own_refusal_reads_as_the_schemas_do(call, name, arguments, said
     assert _error(call, name, arguments).startswith(said)
 
 
+@pytest.mark.parametrize(
+    ("name", "arguments", "field"),
+    [
+        ("remember", {"key": "k", "value": "v", "ttl": True}, "ttl"),
+        ("remember", {"key": "k", "value": "v", "expected_version": True}, "expected_version"),
+        ("forget", {"key": "k", "expected_version": True}, "expected_version"),
+        ("recall", {"query": "x", "limit": True}, "limit"),
+        ("list", {"page": True}, "page"),
+        ("history", {"key": "k", "page_size": True}, "page_size"),
+        ("context", {"budget": True}, "budget"),
+    ],
+)
+def test_true_is_not_taken_for_the_whole_number_1(owner, call, name, arguments, field):
+    # A ttl of true was a memory kept for one second.
+    message = _error(call, name, {"uid": "dave", **arguments})
+
+    assert message == (
+        f"Invalid argument `{field}`: input should be a whole number, not true or false. Change `{field}` and "
+        f"call {name} again."
+    )
+    assert not MemoryEntry.objects.filter(owner=owner).exists()
+    # A whole number sent as digits is still taken, as before.
+    assert call("remember", {"uid": "dave", "key": "k", "value": "v", "ttl": "60"}).structured_content["expires"]
+
+
+@pytest.mark.parametrize(("name", "arguments"), [("list", {}), ("recall", {"query": "x"})])
+def test_an_empty_kind_is_refused_as_the_api_refuses_it(owner, call, name, arguments):
+    services.entry_put(owner=owner, uid="dave", key="k", value="x")
+
+    message = _error(call, name, {"uid": "dave", "kind": "", **arguments})
+
+    assert message.startswith("Invalid argument `kind`: must be 1 to 32 characters; got 0.")
+
+
 def test_a_misnamed_argument_is_refused_not_dropped_for_its_default(owner, call):
     # "user" for "uid": dropped unread, the memory would be about the user "default".
     message = _error(call, "remember", {"user": "bob", "key": "language", "value": "prefers Python"})
