@@ -2,7 +2,7 @@
 
 import functools
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Any, TypeVar
 
@@ -342,6 +342,15 @@ class MetaField(serializers.JSONField):
         return _run_check(check_meta, data)
 
 
+@extend_schema_field({"type": "integer", "minimum": BATCH_MIN_EXPECTED_VERSION})
+class ExpectedVersionField(serializers.IntegerField):
+    """A whole number; its lower bound is the batch's rule (services.check_expected_version), checked in validate."""
+
+
+# What an entry shows that a write does not take: a body sent back as a GET gave it is taken, these left unread.
+ENTRY_SHOWN_ONLY = frozenset({"uid", "key", "version", "created", "updated", "guard_flags"})
+
+
 class EntryWriteSerializer(FieldsCopiedShallow):
     """Body of PUT /users/{uid}/memories/{key} (and of PATCH, where every field is optional)."""
 
@@ -370,8 +379,29 @@ class EntryWriteSerializer(FieldsCopiedShallow):
         "never expires. Give ttl or expires, not both; both left out keep the memory's expiry.",
     )
 
+    expected_version = ExpectedVersionField(
+        required=False,
+        help_text="Store only if the memory is at this version (as If-Match, which it must agree with when both are "
+        "given); 412 otherwise.",
+    )
+
+    def to_internal_value(self, data: object) -> dict[str, Any]:
+        """The body's fields, checked; a name that is no field of the write (a misspelt "privacy" would have left
+        the memory shared) is refused, by name, rather than left unread."""
+        if isinstance(data, Mapping):
+            unknown = [name for name in data if name not in self.fields and name not in ENTRY_SHOWN_ONLY]
+            if unknown:
+                taken = ", ".join(self.fields)
+                raise serializers.ValidationError(
+                    {name: [f"is no field of this write; it takes {taken}."] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
     def validate_value(self, value: str) -> str:
         return _run_check(check_value, value)
+
+    def validate_expected_version(self, expected_version: int) -> int | None:
+        return _run_check(check_expected_version, expected_version)
 
     def validate_ttl(self, ttl: int) -> int:
         return _run_check(check_ttl, ttl)
@@ -507,11 +537,6 @@ class BatchOpField(serializers.ChoiceField):
         return _run_check(check_batch_op, data)
 
 
-@extend_schema_field({"type": "integer", "minimum": BATCH_MIN_EXPECTED_VERSION})
-class ExpectedVersionField(serializers.IntegerField):
-    """A whole number; its lower bound is the batch's rule (services.check_expected_version), checked in validate."""
-
-
 class BatchOperationSerializer(EntryCreateSerializer):
     """One operation of POST /users/{uid}/memories/batch: key, value, kind and meta checked as a put's."""
 
@@ -522,9 +547,6 @@ class BatchOperationSerializer(EntryCreateSerializer):
     expected_version = ExpectedVersionField(
         required=False, help_text="Apply only if the entry is at this version (as If-Match)."
     )
-
-    def validate_expected_version(self, expected_version: int) -> int | None:
-        return _run_check(check_expected_version, expected_version)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)

@@ -271,6 +271,17 @@ class UserViewSet(HubViewSet):
 
 
 @extend_schema(tags=["memories"], parameters=[UID_PARAMETER])
+def _expected_version(request: Request, body: EntryWriteSerializer, *, uid: str, key: str) -> int | None:
+    """The version a write asks the entry to be at: If-Match's (or If-None-Match's), or the body's
+    expected_version (taken out of the body's fields); both given must name the same."""
+    in_body = body.validated_data.pop("expected_version", None)
+    in_headers = if_match_version(request, uid=uid, key=key)
+    if in_body is not None and in_headers is not None and in_body != in_headers:
+        said = "none (If-None-Match: *)" if in_headers == services.ABSENT_VERSION else f"version {in_headers}"
+        raise InvalidField("expected_version", f"the headers ask for {said}: give one or the other, or the same.")
+    return in_headers if in_headers is not None else in_body
+
+
 class MemoryViewSet(HubViewSet):
     # A user's memories, registered under users/{uid}/memories; the entry's key is the lookup.
     # (A comment, not a docstring: the schema would show it on every operation.)
@@ -375,7 +386,7 @@ class MemoryViewSet(HubViewSet):
     def update(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        expected_version = if_match_version(request, uid=uid, key=key)
+        expected_version = _expected_version(request, body, uid=uid, key=key)
         try:
             result = services.entry_put(
                 owner=request_account(request),
@@ -398,7 +409,7 @@ class MemoryViewSet(HubViewSet):
     def partial_update(self, request: Request, uid: str, key: str) -> Response:
         body = EntryWriteSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        expected_version = if_match_version(request, uid=uid, key=key)
+        expected_version = _expected_version(request, body, uid=uid, key=key)
         try:
             result = services.entry_update(
                 owner=request_account(request),

@@ -274,3 +274,65 @@ def test_each_body_is_validated_on_its_own_whatever_came_before(owner_api):
     assert good.status_code == 201 and (good.json()["value"], good.json()["kind"]) == ("Python", "fact")
     assert bad_again.status_code == 400 and list(bad_again.json()) == ["meta"]
     assert MemoryEntry.objects.get().value == "Python"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("put", "alice/memories/diagnosis", {"value": "asthma", "privcy": "local"}, "privcy"),
+        ("put", "alice/memories/diagnosis", {"value": "asthma", "expire": "2030-01-01T00:00:00Z"}, "expire"),
+        ("patch", "alice/memories/language", {"valeu": "typo"}, "valeu"),
+        ("post", "alice/memories/", {"key": "diagnosis", "value": "asthma", "Privacy": "local"}, "Privacy"),
+        (
+            "post",
+            "alice/memories/batch",
+            {"operations": [{"op": "put", "key": "z", "value": "x", "privcy": "local"}]},
+            None,
+        ),
+    ],
+)
+def test_a_field_a_write_does_not_take_is_refused_by_name_not_left_unread(owner, owner_api, method, path, body, field):
+    # Left unread, a misspelt privacy left the memory shared (synced, embedded remotely) and a misspelt expiry
+    # left it kept forever.
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+
+    response = getattr(owner_api, method)(f"{BASE}/{path}", body, format="json")
+
+    assert response.status_code == 400
+    errors = response.json() if field else response.json()["operations"]["0"]
+    [(name, [message])] = errors.items()
+    assert name == (field or "privcy")
+    assert message.startswith("is no field of this write; it takes ") and "privacy" in message
+    assert list(MemoryEntry.objects.values_list("key", "value", "version")) == [("language", "prefers Python", 1)]
+
+
+def test_a_body_sent_back_as_a_get_gave_it_is_taken_with_its_shown_only_fields_left_unread(owner_api):
+    stored = owner_api.put(f"{BASE}/alice/memories/language", {"value": "prefers Python"}, format="json").json()
+
+    response = owner_api.put(f"{BASE}/alice/memories/language", {**stored, "value": "prefers Rust"}, format="json")
+
+    assert response.status_code == 200
+    assert (response.json()["value"], response.json()["version"]) == ("prefers Rust", 2)
+
+
+@pytest.mark.parametrize("method", ["put", "patch"])
+def test_expected_version_in_the_body_is_a_precondition_as_if_match_is(owner, owner_api, method):
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python")
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Go")
+    send = getattr(owner_api, method)
+
+    stale = send(f"{BASE}/alice/memories/language", {"value": "lost?", "expected_version": 1}, format="json")
+    assert stale.status_code == 412
+    assert stale.json() == {"detail": "The entry is at version 2."}
+    current = send(f"{BASE}/alice/memories/language", {"value": "prefers Rust", "expected_version": 2}, format="json")
+    assert current.status_code == 200
+    assert (current.json()["value"], current.json()["version"]) == ("prefers Rust", 3)
+    both = send(
+        f"{BASE}/alice/memories/language",
+        {"value": "x", "expected_version": 3},
+        format="json",
+        HTTP_IF_MATCH='"2"',
+    )
+    assert both.status_code == 400
+    assert both.json() == {"expected_version": ["the headers ask for version 2: give one or the other, or the same."]}
+    assert MemoryEntry.objects.get().value == "prefers Rust"

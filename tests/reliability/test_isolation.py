@@ -42,7 +42,10 @@ def _owner_state(owner) -> tuple:
 
 
 def _send(client, method: str, path: str):
-    body = {"key": LIVE_KEY, "uid": UID, "value": "intruder", "query": SECRET[:12], "action": "get"}
+    # A body each route takes (a write refuses fields it does not take, before it looks for the entry).
+    body = {"key": LIVE_KEY, "uid": UID, "value": "intruder"}
+    if path.endswith("/tool/"):
+        body |= {"query": SECRET[:12], "action": "get"}
     return client.generic(method.upper(), path, json.dumps(body), content_type="application/json")
 
 
