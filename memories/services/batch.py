@@ -191,8 +191,9 @@ def entries_batch(
     Operations run in order, in one transaction, each exactly as entry_put or entry_delete would
     (history included); a delete of a missing entry is "absent", not an error; a put the write guard
     holds is "held" (a HeldWrite, kept or dropped with the rest of the batch). Any invalid
-    operation or version conflict raises BatchRejected with per-operation errors, and nothing is
-    written. Raises InvalidField for a bad uid or a batch of the wrong size.
+    operation raises BatchRejected with per-operation errors, and nothing is written; so does any version
+    conflict, naming each operation whose expected_version is not the version the operations before it
+    leave (an operation refused leaves its entry as it was). Raises InvalidField for a bad uid or a batch of the wrong size.
 
     Batches (and imports) of one user take turns: each takes the user's lock, then locks the entries it
     names in one order, before applying anything (memories.services.locks), so two batches naming keys in
@@ -210,6 +211,7 @@ def entries_batch(
         raise BatchRejected(errors)
     decisions = _batch_guard(owner=owner, operations=operations)
     outcomes: list[BatchOutcome] = []
+    stale: dict[int, dict[str, list[str]]] = {}
     with transaction.atomic():
         users_lock(owner=owner, uids=[uid])
         entries_lock(owner=owner, uid=uid, keys=[operation.key for operation in operations])
@@ -266,6 +268,10 @@ def entries_batch(
                     status = "deleted" if deleted is not None else "absent"
                     outcomes.append(BatchOutcome(op=operation.op, key=operation.key, status=status, entry=None))
             except VersionConflict as conflict:
-                # Leaving the atomic block by an exception rolls back every operation already applied.
-                raise BatchRejected({index: {"expected_version": [str(conflict)]}}) from None
+                # Refused before it wrote anything: the operations after it are still tried, as this one leaves
+                # the entry (unchanged), so every stale expected_version is named.
+                stale[index] = {"expected_version": [str(conflict)]}
+        if stale:
+            # Leaving the atomic block by an exception rolls back every operation already applied.
+            raise BatchRejected(stale)
     return outcomes

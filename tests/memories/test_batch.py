@@ -66,6 +66,32 @@ def test_a_stale_expected_version_rolls_back_the_operations_before_it(owner, own
     assert selectors.entry_get(owner=owner, uid="alice", key="drink").value == "tea"
 
 
+def test_every_stale_expected_version_is_named_each_against_the_operations_before_it(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="drink", value="tea")
+    services.entry_put(owner=owner, uid="alice", key="food", value="rice")
+    operations = [
+        {"op": "put", "key": "drink", "value": "coffee", "expected_version": 7},
+        {"op": "put", "key": "food", "value": "bread", "expected_version": 1},
+        # food is at 2 after the operation before: this one holds
+        {"op": "put", "key": "food", "value": "pasta", "expected_version": 2},
+        {"op": "delete", "key": "food", "expected_version": 2},
+        {"op": "delete", "key": "never-there", "expected_version": 5},
+    ]
+    response = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "operations": {
+            "0": {"expected_version": ["current version is 1"]},
+            "3": {"expected_version": ["current version is 3"]},
+            "4": {"expected_version": ["the entry does not exist"]},
+        }
+    }
+    assert [(entry.key, entry.value) for entry in selectors.entry_list(owner=owner, uid="alice").order_by("key")] == [
+        ("drink", "tea"),
+        ("food", "rice"),
+    ]
+
+
 def test_a_put_without_a_value_is_refused(owner_api):
     response = owner_api.post(BATCH_URL, {"operations": [{"op": "put", "key": "k"}]}, format="json")
     assert response.status_code == 400
