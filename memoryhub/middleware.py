@@ -128,7 +128,8 @@ def wsgi_path_check(app: Callable) -> Callable:
 
 class RequestSanityMiddleware:
     """Refuses with 400 what no page can answer: a path that is not UTF-8 (under ASGI; wsgi_path_check
-    does it for WSGI), a query string that is not UTF-8, NUL in a query parameter.
+    does it for WSGI), a query string that is not UTF-8 or of more parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS,
+    NUL in a query parameter.
 
     Without this, a path segment like `caf%E9` reaches the views as the literal text `caf%E9` (Django
     re-quotes bytes that are not UTF-8), so a key would silently become another key; and NUL in a
@@ -147,8 +148,14 @@ class RequestSanityMiddleware:
                 raw_path.decode("utf-8")
         except UnicodeDecodeError:
             return _bad_request(request, NOT_UTF8_PATH)
-        if not _query_is_utf8(request.META.get("QUERY_STRING", "")):
+        query_string = request.META.get("QUERY_STRING", "")
+        if not _query_is_utf8(query_string):
             return _bad_request(request, NOT_UTF8_QUERY)
+        # Counted as Django's parser counts them, before anything reads them (it would raise TooManyFieldsSent: an
+        # HTML page and a traceback in the log).
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        if limit is not None and query_string.count("&") + 1 > limit:
+            return _bad_request(request, f"The query string holds more than {limit} parameters.")
         if not request.path.startswith("/api/") and any("\x00" in value for value in request.GET.values()):
             return _bad_request(request, "A query parameter holds a NUL character, which no memory can contain.")
         return self.get_response(request)

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path
-from django.views.defaults import page_not_found, server_error
+from django.views.defaults import bad_request, page_not_found, server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from evaluation.urls import dashboard_urlpatterns as evaluation_pages
@@ -27,6 +27,17 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 handler404 = not_found
+
+
+def refused(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A request Django refuses before any view (a Host the hub does not serve, a malformed one): JSON under /api/,
+    the HTML page elsewhere. The reason goes to the log, not to the client."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Bad request: the hub cannot answer it as it was sent."}, status=400)
+    return bad_request(request, exception)
+
+
+handler400 = refused
 
 
 def failed(request: HttpRequest) -> HttpResponse:

@@ -40,6 +40,36 @@ def test_a_query_string_that_is_not_utf8_is_a_400_not_a_search_for_a_replacement
     assert "query string is not valid UTF-8" in response.content.decode()
 
 
+@pytest.mark.parametrize("path", ["/api/v1/users/alice/memories/", "/user/", "/api/v1/nowhere/"])
+def test_a_query_string_of_more_parameters_than_the_limit_is_a_400_naming_it_without_a_traceback(
+    owner_client, owner_api, settings, caplog, path
+):
+    client = owner_api if path.startswith("/api/") else owner_client
+    many = "&".join(f"a{number}=1" for number in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1))
+
+    with caplog.at_level(logging.INFO):
+        response = client.get(f"{path}?uid=alice&{many}")
+
+    assert response.status_code == 400
+    said = f"The query string holds more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} parameters."
+    if path.startswith("/api/"):
+        assert response.json() == {"detail": said}
+    else:
+        assert response.content.decode() == said
+    assert not [record for record in caplog.records if record.exc_info]
+    # At the limit, the page answers.
+    at_limit = "&".join(f"a{number}=1" for number in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS - 1))
+    assert client.get(f"/api/v1/users/alice/memories/?{at_limit}").status_code == 200
+
+
+def test_a_host_the_hub_does_not_serve_is_refused_in_json_under_the_api(owner_api, owner_client):
+    api = owner_api.get("/api/v1/users/", HTTP_HOST="elsewhere.example")
+    page = owner_client.get("/users/", HTTP_HOST="elsewhere.example")
+
+    assert (api.status_code, api.json()) == (400, {"detail": "Bad request: the hub cannot answer it as it was sent."})
+    assert page.status_code == 400 and page["Content-Type"].startswith("text/html")
+
+
 def test_a_query_string_in_utf8_is_read_as_its_characters(owner, owner_api):
     services.entry_put(owner=owner, uid="alice", key="drink", value="café au lait")
 
