@@ -99,7 +99,9 @@ POSTGRES_RANK_WEIGHTS = "{0.25, 0, 0, 1.0}"
 POSTGRES_RANK_NORMALIZATION = 0
 POSTGRES_WORDS = f"{ENTRY_TABLE}.{POSTGRES_WORDS_COLUMN}"
 
-# Words a question is made of that say nothing about which memory is meant. Folded, like queries.
+# Words a question is made of that say nothing about which memory is meant. Folded, like queries; the last line is
+# what is left of a contraction or a possessive ("what's", "don't", "she'd", "kid's"), which folding splits off as a
+# word of its own that any entry holding another such word would match.
 STOP_WORDS = frozenset(
     """
     a about am an and any are as at be been being but by can could did do does doing done for from
@@ -107,6 +109,7 @@ STOP_WORDS = frozenset(
     me my myself no nor not of off on once only or our ours she should so some such than that the
     their theirs them then there these they this those to too us was we were what whats when where
     which while who whom whose why will with would you your yours
+    s t d ll m re ve
     """.split()  # noqa: SIM905 - a paragraph of words reads better than a hundred quoted strings
 )
 PHRASE_PATTERN = re.compile(r'"([^"]*)"')

@@ -41,6 +41,16 @@ def test_an_entry_holding_any_of_the_words_matches(owner):
     assert set(_found_keys(owner, "rust vim")) == {"language", "editor"}
 
 
+def test_what_is_left_of_a_contraction_or_a_possessive_matches_nothing_by_itself(owner):
+    _put(owner, "job", "works as a nurse")
+    _put(owner, "pet", "has a dog named Rex, she's fond of him")
+    _put(owner, "kids", "two kids: Ana and Leo")
+    # "what's" and "kid's" fold to "what s" and "kid s": the "s" is no word of the question.
+    assert _found_keys(owner, "what's her occupation") == []
+    [kids] = selectors.entry_find(owner=owner, uid="alice", query_text="kid's")
+    assert (kids.key, kids.matched_terms) == ("kids", ("kid",))
+
+
 @pytest.mark.parametrize(
     "words",
     [
