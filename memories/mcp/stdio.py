@@ -52,6 +52,10 @@ KEEP_ANSWERS_SECONDS = 60.0
 # How keep_answers introduces itself in the initialize it asks the SDK's server (the answer does not depend on it).
 KEEP_ANSWERS_CLIENT = {"name": "memoryhub-keep-answers", "version": "1"}
 READ_SIZE = 65536
+# When the client's input ends: how long the requests it sent may still take to be answered, and how often that is
+# looked at, in seconds.
+END_OF_INPUT_SECONDS = 30.0
+UNANSWERED_POLL_SECONDS = 0.01
 # The files whose content shapes the answers to initialize and tools/list.
 FINGERPRINT_FILES = (
     "memories/mcp/tools.py",
@@ -297,11 +301,15 @@ class Handover:
                 tools_list = {"jsonrpc": "2.0", "id": REPLAY_TOOLS_ID, "method": "tools/list"}
                 self.replay.append(json.dumps(tools_list).encode() + b"\n")
         self.replay += session.waiting
+        # The ids of the requests handed to the SDK and not answered yet.
+        self.unanswered: set[Any] = set()
 
     def _note(self, line: bytes) -> None:
         message = _parse(line)
         if not message or not isinstance(message.get("id"), str | int):
             return
+        if "method" in message:
+            self.unanswered.add(message["id"])
         if message.get("method") == "initialize":
             params = message.get("params")
             self.version = params.get("protocolVersion") if isinstance(params, dict) else None
@@ -318,6 +326,7 @@ class Handover:
         while True:
             line = self.replay.pop(0) if self.replay else await anyio.to_thread.run_sync(self.wire.read_line)
             if line is None:
+                await self._answered()
                 raise StopAsyncIteration
             if not line.strip():
                 continue
@@ -330,9 +339,21 @@ class Handover:
         self._note(line)
         return line.decode("utf-8", errors="replace")
 
+    async def _answered(self) -> None:
+        """Wait (at most END_OF_INPUT_SECONDS) until every request handed to the SDK is answered: the input's end
+        ends the SDK's session, which answers a request still at work "Connection closed", though its change may
+        be made (a client that writes its requests and closes its end at once)."""
+        import anyio
+
+        with anyio.move_on_after(END_OF_INPUT_SECONDS):
+            while self.unanswered:
+                await anyio.sleep(UNANSWERED_POLL_SECONDS)
+
     async def write(self, text: str) -> None:
         message = json.loads(text)
         answer_id = message.get("id") if isinstance(message, dict) else None
+        if isinstance(message, dict) and "method" not in message:
+            self.unanswered.discard(answer_id)
         asked = self.asked.pop(answer_id, None) if isinstance(answer_id, str | int) else None
         if asked == "initialize" and isinstance(message.get("result"), dict):
             self.initialize = message["result"]

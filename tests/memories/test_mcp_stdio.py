@@ -106,6 +106,37 @@ def test_a_change_made_over_stdio_is_written_with_its_history(database, environm
     assert events == [("create", 1, "Paris"), ("update", 2, "Lyon")]
 
 
+def test_requests_sent_just_before_the_input_ends_are_answered_before_the_process_exits(database, environment):
+    # A client that writes its requests and closes its end at once: each is answered as it was carried out.
+    start = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}}
+    remember = {"name": "remember", "arguments": {"uid": "pipe", "key": "city", "value": "Porto"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": remember},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "get", "arguments": {"uid": "pipe", "key": "city"}},
+        },
+    ]
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--account", "desk"],
+        cwd=PROJECT,
+        env=environment,
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    answers = {answer["id"]: answer for answer in map(json.loads, completed.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3]
+    assert answers[2]["result"]["structuredContent"]["status"] == "created"
+    assert answers[3]["result"]["structuredContent"]["value"] == "Porto"
+    assert database.rows("SELECT value FROM memories_memoryentry WHERE uid = 'pipe'") == [("Porto",)]
+
+
 def test_a_line_that_is_no_json_rpc_message_is_answered_with_its_error_and_the_session_goes_on(environment):
     ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
     lines = ["not json", "", '{"foo": 1}', "[1, 2]", '{"jsonrpc": "2.0", "id": 8}', json.dumps(ping)]
