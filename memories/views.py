@@ -645,13 +645,14 @@ def user_forget(request: HttpRequest) -> HttpResponse:
             messages.success(
                 request,
                 format_html(
-                    "Erased <bdi>{}</bdi>: {} memor{} and {} history event{} removed, Honcho's copies queued for "
-                    "deletion. The history records the erasure.",
+                    "Erased <bdi>{}</bdi>: {} memor{} and {} history event{} removed{}. The history records the "
+                    "erasure.",
                     uid,
                     erasure.entries,
                     "y" if erasure.entries == 1 else "ies",
                     erasure.events,
                     "" if erasure.events == 1 else "s",
+                    ", Honcho's copies queued for deletion" if erasure.honcho_deletions else "",
                 ),
             )
             return HttpResponseRedirect(page_url("dashboard:users", scope))

@@ -903,6 +903,8 @@ class Erasure:
     uid: str
     entries: int
     events: int
+    # How many of the uid's Honcho sessions are queued for deletion (none when sync never mirrored them).
+    honcho_deletions: int = 0
 
 
 def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure | None:
@@ -960,7 +962,10 @@ def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure |
             actor_id=actor.pk if actor is not None else owner.pk,
             at=timezone.now(),
         )
-    return Erasure(uid=uid, entries=erased, events=events)
+        honcho_deletions = SyncTask.objects.filter(
+            owner=owner, uid=uid, operation=SyncTask.Operation.DELETE, status=SyncTask.Status.PENDING
+        ).count()
+    return Erasure(uid=uid, entries=erased, events=events, honcho_deletions=honcho_deletions)
 
 
 def probe_data_clear(*, owner: User, uid: str) -> int:

@@ -196,9 +196,20 @@ def test_the_dashboard_erases_a_user_after_asking(owner_client, owner, stranger_
     assert stranger_client.post("/user/forget/?uid=alice&account=owner", {"erase": "1"}).status_code == 404
     response = owner_client.post("/user/forget/?uid=alice", {"erase": "1"}, follow=True)
 
-    assert "Erased <bdi>alice</bdi>: 2 memories and 3 history events removed" in response.content.decode()
+    # Sync is off: nothing was mirrored to Honcho, and the message does not say otherwise.
+    said = "Erased <bdi>alice</bdi>: 2 memories and 3 history events removed. The history records the erasure."
+    assert said in response.content.decode()
     assert list(MemoryEntry.objects.values_list("uid", flat=True)) == ["bob"]
     assert list(MemoryEvent.objects.filter(uid="alice").values_list("action", flat=True)) == ["erase"]
+
+
+def test_the_dashboards_erasure_says_honchos_copies_are_queued_when_sync_mirrored_them(owner_client, owner, settings):
+    settings.MEMORYHUB_HONCHO_SYNC = True
+    _fill(owner)
+
+    response = owner_client.post("/user/forget/?uid=alice", {"erase": "1"}, follow=True)
+
+    assert "removed, Honcho&#x27;s copies queued for deletion. The history" in response.content.decode()
 
 
 def test_a_forgotten_user_can_still_be_erased_from_the_dashboard(owner_client, owner):
