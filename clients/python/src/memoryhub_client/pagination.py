@@ -1,6 +1,6 @@
 """Pages of a list: the items of one page, and iteration over every item from there on.
 
-`for entry in hub.list("alice")` walks all of alice's memories, fetching the next page only when
+`for entry in hub.entries("alice")` walks all of alice's memories, fetching the next page only when
 the current one is used up; `page.items` is just the page in hand.
 """
 
