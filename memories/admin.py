@@ -2,6 +2,7 @@
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -130,6 +131,16 @@ class MemoryEntryAdmin(admin.ModelAdmin):
         if obj is not None:
             return ["owner", "uid", "key", *self.readonly_fields]
         return [field for field in self.readonly_fields if field != "history"]
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: dict | None = None) -> HttpResponse:
+        """The change form's History button: the memory's own history (its events), not Django's log of admin
+        edits, which records none of the changes agents make through the API."""
+        entry = self.get_object(request, object_id)
+        if entry is None or not self.has_view_or_change_permission(request, entry):
+            return super().history_view(request, object_id, extra_context)
+        events = reverse("admin:memories_memoryevent_changelist")
+        query = urlencode({"owner__id__exact": entry.owner_id, "uid__exact": entry.uid, "key__exact": entry.key})
+        return HttpResponseRedirect(f"{events}?{query}")
 
     @admin.display(description="History (newest first)")
     def history(self, entry: MemoryEntry) -> str:

@@ -77,6 +77,19 @@ def test_the_entry_page_shows_its_history_read_only(admin_client_logged_in, owne
     assert "<b>Python</b>" not in page
 
 
+def test_the_history_button_shows_the_memorys_own_events(admin_client_logged_in, owner, stranger):
+    entry = services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python").entry
+    services.entry_put(owner=owner, uid="alice", key="language", value="prefers Rust")
+    services.entry_put(owner=owner, uid="alice", key="editor", value="vim")
+    services.entry_put(owner=stranger, uid="alice", key="language", value="prefers Go")
+
+    response = admin_client_logged_in.get(f"/admin/memories/memoryentry/{entry.pk}/history/", follow=True)
+
+    assert response.redirect_chain[0][1] == 302
+    shown = list(response.context["cl"].result_list.values_list("owner", "key", "version"))
+    assert sorted(shown) == [(owner.pk, "language", 1), (owner.pk, "language", 2)]
+
+
 def test_the_list_searches_uid_key_and_value_and_filters_on_kind(admin_client_logged_in, owner):
     services.entry_put(owner=owner, uid="alice", key="language", value="prefers Python", kind="fact")
     services.entry_put(owner=owner, uid="bob", key="editor", value="vim")
