@@ -206,8 +206,9 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
     """Wrap an ASGI application so that no request body beyond MEMORYHUB_MAX_BODY_BYTES is read whole.
 
     Under ASGI the server streams the body and Django spools all of it before any middleware runs,
-    whatever Content-Length says (and a chunked body says nothing). This reads at most the limit plus
-    one byte, answers 413 past it, and hands the application the body it read. A body sent without a
+    whatever Content-Length says (and a chunked body says nothing). This answers 413 at once to a body declared
+    over the limit, reads at most the limit plus one byte of any other, answers 413 past it, and hands the
+    application the body it read. A body sent without a
     Content-Length (chunked) is handed on with one, its size as read: the REST framework reads no body
     from a request that declares none.
     """
@@ -219,6 +220,21 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
         if scope["type"] != "http" or limit is None:
             await app(scope, receive, send)
             return
+
+        async def refuse() -> None:
+            body = json.dumps(
+                {"detail": f"The request body is over the limit of {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."}
+            ).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 413, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        # A body declared over the limit is refused before any of it is read (the client would otherwise be
+        # answered only once it had sent the limit's worth, or never, had it sent less than it declared).
+        declared = [value for name, value in scope.get("headers", []) if name.lower() == b"content-length"]
+        if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
+            await refuse()
+            return
         messages: list[Message] = []
         size = 0
         while True:
@@ -228,12 +244,7 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
                 break
             size += len(message.get("body", b""))
             if size > limit:
-                body = json.dumps(
-                    {"detail": f"The request body is over the limit of {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."}
-                ).encode()
-                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-                await send({"type": "http.response.start", "status": 413, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
+                await refuse()
                 return
             if not message.get("more_body", False):
                 break

@@ -144,8 +144,8 @@ def test_a_chunked_body_on_a_server_that_cannot_read_it_is_refused_with_411(owne
     assert selectors.entry_get(owner=owner, uid="alice", key="language") is None
 
 
-def _asgi_call(app, body_parts: list[bytes]) -> list[dict]:
-    scope = {"type": "http", "method": "PUT", "path": "/api/v1/users/alice/memories/x", "headers": []}
+def _asgi_call(app, body_parts: list[bytes], headers: list[tuple[bytes, bytes]] | None = None) -> list[dict]:
+    scope = {"type": "http", "method": "PUT", "path": "/api/v1/users/alice/memories/x", "headers": headers or []}
     messages = [
         {"type": "http.request", "body": part, "more_body": index < len(body_parts) - 1}
         for index, part in enumerate(body_parts)
@@ -172,6 +172,22 @@ def test_under_asgi_a_chunked_body_over_the_cap_is_refused_before_it_is_read_who
     sent = _asgi_call(asgi_body_limit(application), [b"123456", b"789012", b"never read"])
 
     assert sent[0]["status"] == 413 and reached == []
+
+
+def test_under_asgi_a_body_declared_over_the_cap_is_refused_before_any_of_it_is_read(settings):
+    # A client declaring 9,999,999 bytes and sending 17 was answered only once the limit's worth came: never.
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
+    reached: list[bytes] = []
+
+    async def application(scope: Message, receive: Any, send: Any) -> None:
+        reached.append((await receive())["body"])
+
+    sent = _asgi_call(asgi_body_limit(application), [], headers=[(b"content-length", b"9999999")])
+    within = _asgi_call(asgi_body_limit(application), [b"12345"], headers=[(b"content-length", b"5")])
+
+    assert sent[0]["status"] == 413 and len(sent) == 2
+    assert b"over the limit of 10 bytes" in sent[1]["body"]
+    assert within == [] and reached == [b"12345"]
 
 
 def test_under_asgi_a_chunked_body_within_the_cap_reaches_the_application_whole(settings):
