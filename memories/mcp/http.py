@@ -34,8 +34,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework.request import Request
 from rest_framework.views import APIView
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memories.mcp.stdio import INVALID_REQUEST
 from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
 from memoryhub.api import TokenRateThrottle
 from memoryhub.authentication import token_read
@@ -227,7 +228,51 @@ class MCPApplication:
             # Served without the ASGI lifespan protocol: start the transport's task group on first use.
             await self.start()
         scope = {**scope, "path": "/mcp", ACCOUNT_SCOPE_KEY: admission.account}
-        await self.manager.handle_request(scope, receive, send)
+        await self.manager.handle_request(scope, receive, _plain_validation_errors(send))
+
+
+# What answers a body that is no JSON-RPC message, in place of the SDK's own validation error (pydantic's report of
+# every member of its union, with the library's version and links to its site: a thousand characters and more).
+NOT_A_MESSAGE = (
+    "Invalid request: the body is not one JSON-RPC 2.0 request, notification or response (a batch, a JSON array, "
+    "is not taken)."
+)
+
+
+def _plain_message(body: bytes) -> bytes:
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return body
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict) or not str(error.get("message", "")).startswith("Validation error:"):
+        return body
+    return json.dumps({**answer, "error": {"code": INVALID_REQUEST, "message": NOT_A_MESSAGE}}).encode()
+
+
+def _plain_validation_errors(send: Send) -> Send:
+    """send, with a whole JSON answer that is the SDK's validation error of the body said as NOT_A_MESSAGE."""
+    started: Message | None = None
+
+    async def sending(message: Message) -> None:
+        nonlocal started
+        if message["type"] == "http.response.start":
+            started = message
+            return
+        if started is not None:
+            start, started = started, None
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                body = _plain_message(message.get("body", b""))
+                headers = [
+                    (name, value) for name, value in start.get("headers", []) if name.lower() != b"content-length"
+                ]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+                await send({**message, "body": body})
+                return
+            await send(start)
+        await send(message)
+
+    return sending
 
 
 def with_mcp(django_application: Callable[..., Awaitable[None]]) -> ASGIApp:

@@ -306,6 +306,32 @@ def test_a_body_over_the_limit_is_a_413(hub):
     assert call(running.port, "GET", "/api/v1/users/erin/memories/big", tokens["owner"])[0] == 404
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        [{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": "x"},
+        {"jsonrpc": "2.0", "method": 5},
+    ],
+)
+def test_a_body_that_is_no_json_rpc_message_is_answered_in_one_sentence(hub, body):
+    # The SDK's own answer was pydantic's report of each member of its union, over a thousand characters.
+    running, tokens = hub
+
+    status, _, answer = _post(running, json.dumps(body).encode(), _bearer(tokens["owner"]))
+
+    assert json.loads(answer) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "Invalid request: the body is not one JSON-RPC 2.0 request, notification or response (a "
+            "batch, a JSON array, is not taken).",
+        },
+    }
+    assert status == 400
+
+
 def test_the_rate_limit_is_the_tokens_own_shared_with_the_rest_api(hub):
     running, tokens = hub
     # The limit's windows end on the minute: the burst starts early in one, so it is counted in one.
