@@ -193,7 +193,8 @@ def entries_batch(
     holds is "held" (a HeldWrite, kept or dropped with the rest of the batch). Any invalid
     operation raises BatchRejected with per-operation errors, and nothing is written; so does any version
     conflict, naming each operation whose expected_version is not the version the operations before it
-    leave (an operation refused leaves its entry as it was). Raises InvalidField for a bad uid or a batch of the wrong size.
+    leave (an operation refused leaves its entry as it was). Raises InvalidField for a bad uid or a batch of
+    the wrong size.
 
     Batches (and imports) of one user take turns: each takes the user's lock, then locks the entries it
     names in one order, before applying anything (memories.services.locks), so two batches naming keys in
