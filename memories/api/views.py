@@ -56,7 +56,7 @@ from memories.filters import (
     INCLUDE_EXPIRED_PARAMETER,
     filter_from_params,
 )
-from memories.models import HeldWrite, MemoryEntry, Privacy
+from memories.models import UID_MAX_LENGTH, HeldWrite, MemoryEntry, Privacy
 from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownMatches
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import FALSE_WORDS, TRUE_WORDS, InvalidField, check_flag, check_key, check_uid
@@ -187,11 +187,19 @@ class UserViewSet(HubViewSet):
 
     @extend_schema(
         summary="List the account's users",
-        parameters=[OpenApiParameter("search", str, description="Only uids holding this text.")],
+        parameters=[
+            OpenApiParameter(
+                "search", str, description=f"Only uids holding this text (at most {UID_MAX_LENGTH} characters)."
+            )
+        ],
         responses=UserSummarySerializer(many=True),
     )
     def list(self, request: Request) -> Response:
-        users = selectors.user_list(owner=request_account(request), search=request.query_params.get("search") or None)
+        search = request.query_params.get("search") or None
+        if search is not None and len(search) > UID_MAX_LENGTH:
+            # No uid holds more: refused as the other parameters past their limits are, not scanned for.
+            raise InvalidField("search", f"must be at most {UID_MAX_LENGTH} characters (a uid's); got {len(search)}.")
+        users = selectors.user_list(owner=request_account(request), search=search)
         return _paginate(self, request, users, UserSummarySerializer)
 
     @extend_schema(

@@ -336,3 +336,14 @@ def test_expected_version_in_the_body_is_a_precondition_as_if_match_is(owner, ow
     assert both.status_code == 400
     assert both.json() == {"expected_version": ["the headers ask for version 2: give one or the other, or the same."]}
     assert MemoryEntry.objects.get().value == "prefers Rust"
+
+
+def test_a_users_search_longer_than_any_uid_gets_a_400_naming_it(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="k", value="v")
+
+    too_long = owner_api.get(f"{BASE}/", {"search": "a" * 256})
+    at_limit = owner_api.get(f"{BASE}/", {"search": "a" * 255})
+
+    assert too_long.status_code == 400
+    assert too_long.json() == {"search": ["must be at most 255 characters (a uid's); got 256."]}
+    assert (at_limit.status_code, at_limit.json()["count"]) == (200, 0)
