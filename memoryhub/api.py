@@ -90,7 +90,8 @@ def _encodable(data: object) -> object:
     if isinstance(data, list):
         return [_encodable(item) for item in data]
     if isinstance(data, dict):
-        return {name: _encodable(item) for name, item in data.items()}
+        # The names too: an unknown field is named by the name it was sent under.
+        return {_encodable(name): _encodable(item) for name, item in data.items()}
     return data
 
 

@@ -347,3 +347,14 @@ def test_a_users_search_longer_than_any_uid_gets_a_400_naming_it(owner, owner_ap
     assert too_long.status_code == 400
     assert too_long.json() == {"search": ["must be at most 255 characters (a uid's); got 256."]}
     assert (at_limit.status_code, at_limit.json()["count"]) == (200, 0)
+
+
+def test_an_unknown_field_named_with_a_lone_surrogate_is_named_by_its_escape(owner_api):
+    body = '{"value": "v", "priv\\ud800cy": "local"}'
+
+    response = owner_api.generic("PUT", f"{BASE}/alice/memories/k", body, content_type="application/json")
+
+    assert response.status_code == 400
+    [(name, [message])] = response.json().items()
+    assert name == "priv\\ud800cy" and message.startswith("is no field of this write")
+    assert not MemoryEntry.objects.exists()
