@@ -55,6 +55,13 @@ def test_info_says_whether_a_worker_was_seen_and_what_waits(owner_api):
     }
 
 
+@pytest.mark.parametrize("mode", ["off", "local"])
+def test_info_names_who_embeds_for_the_search_by_meaning(owner_api, settings, mode):
+    settings.MEMORYHUB_EMBEDDINGS = mode
+
+    assert owner_api.get("/api/v1/info").json()["embeddings"] == mode
+
+
 def test_the_overview_warns_when_work_waits_and_no_worker_runs(owner_client):
     evaluation_request(backend_names=["null"], ops=1)
     page = owner_client.get("/").content.decode()

@@ -524,6 +524,12 @@ class InfoSerializer(serializers.Serializer):
     counts = CountsSerializer()
     sync = InfoSyncSerializer()
     work = InfoWorkSerializer()
+    embeddings = serializers.ChoiceField(
+        choices=["off", "local", "openai"],
+        help_text="Who embeds memories and queries for the search by meaning (MEMORYHUB_EMBEDDINGS): the local model, "
+        "an OpenAI-compatible endpoint, or off (search by words alone). The worker embeds each memory after its "
+        "write (work.waiting.embeddings counts those not yet embedded).",
+    )
     version = serializers.CharField()
 
 

@@ -533,6 +533,7 @@ class InfoViewSet(HubViewSet):
                 "counts": selectors.owner_counts(owner=request_account(request)),
                 "sync": _info_sync(request),
                 "work": work_status().as_json(),
+                "embeddings": settings.MEMORYHUB_EMBEDDINGS,
                 "version": settings.VERSION,
             }
         )
