@@ -269,6 +269,7 @@ def test_info_sync_status_and_evaluations_describe_the_hub(client: MemoryHub, ui
     assert (info.backend, info.cloud, info.available) == ("local", False, True)
     assert info.entries >= 1 and info.users >= 1
     assert info.sync == {"enabled": False}
+    assert info.embeddings == "local"
 
     status = client.sync_status()
     assert (status.enabled, status.pending, status.failed) == (False, 0, 0)

@@ -249,7 +249,7 @@ class BatchOutcome:
 
 @dataclass(frozen=True)
 class Info:
-    """The hub's backend, the account's counts, sync in short and the hub's version."""
+    """The hub's backend, the account's counts, sync in short, who embeds, and the hub's version."""
 
     backend: str
     cloud: bool
@@ -259,6 +259,8 @@ class Info:
     users: int
     sync: dict[str, Any]
     version: str
+    # Who embeds for the search by meaning: "local", "openai" or "off" ("" from a hub that does not say).
+    embeddings: str = ""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Info:
@@ -272,6 +274,7 @@ class Info:
             users=int(counts.get("users", 0)),
             sync=data.get("sync") or {},
             version=str(data.get("version", "")),
+            embeddings=str(data.get("embeddings", "")),
         )
 
 
