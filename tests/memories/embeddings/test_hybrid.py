@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from memories import selectors, services
 from memories.embeddings.store import embeddings_process_pending
+from memories.models import MemoryEntry
 from memories.search import hybrid
 from memories.search.hybrid import fuse
 from memories.search.vectors import MIN_SIMILARITY
@@ -324,6 +325,24 @@ def test_a_meaning_far_above_the_user_s_other_entries_and_close_to_the_query_pas
     # (0.9 - 0.1) / 0.1 = 8 standard deviations above the mean and a plain similarity of 0.6: relevant;
     # (0.3 - 0.1) / 0.1 = 2: not; 7 standard deviations but a plain similarity of 0.2 (far from the query): not.
     assert [(fused.entry_id, fused.relevant) for fused in nearby.fused] == [(1, True), (3, False), (2, False)]
+
+
+def test_of_the_best_by_words_alone_and_the_best_by_meaning_alone_the_one_found_by_meaning_comes_first(
+    owner: User, alice: None
+) -> None:
+    ids = dict(MemoryEntry.objects.filter(owner=owner, uid="alice").values_list("key", "pk"))
+    # "rust": the language by its words; the meaning (given here) finds the pet and the cloud, not the language.
+    # The language and the pet both score 1 / 61: a tie, which the meaning's find wins (recall@1 on the recall
+    # set, docs/RECALL.md), though the language is the newer.
+    tied = hybrid.HybridMatches(
+        lexical=selectors.search.LexicalMatches(owner_id=owner.pk, uid="alice", kind=None, query_text="rust"),
+        nearest=[(ids["pet"], 0.4), (ids["cloud"], 0.3)],
+        mean=0.1,
+        spread=0.1,
+        plain={ids["pet"]: 0.5, ids["cloud"]: 0.4},
+    )
+    assert ids["language"] > ids["pet"]
+    assert [fused.entry_id for fused in tied.fused] == [ids["pet"], ids["language"], ids["cloud"]]
 
 
 # One user's 600 notes written alike, and two that differ: each of those is far from the user's centre.
