@@ -4,7 +4,7 @@ import functools
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -347,8 +347,24 @@ class ExpectedVersionField(serializers.IntegerField):
     """A whole number; its lower bound is the batch's rule (services.check_expected_version), checked in validate."""
 
 
-# What an entry shows that a write does not take: a body sent back as a GET gave it is taken, these left unread.
-ENTRY_SHOWN_ONLY = frozenset({"uid", "key", "version", "created", "updated", "guard_flags"})
+# What an entry shows that a write does not take: a body sent back as a GET (or a search's result) gave it is
+# taken, these left unread.
+ENTRY_SHOWN_ONLY = frozenset(
+    {"uid", "key", "version", "created", "updated", "guard_flags"}
+    | {"score", "matched_terms", "lexical_rank", "semantic_similarity", "relevant"}
+)
+
+
+def _refuse_unknown(data: object, fields: Iterable[str], *, left_unread: frozenset[str] = frozenset()) -> None:
+    """A 400 naming each field of a body (an object) that is none of fields nor left_unread: a misspelt name would
+    otherwise be left unread (a misspelt "privacy" left the memory shared)."""
+    if not isinstance(data, Mapping):
+        return
+    taken = list(fields)
+    unknown = [name for name in data if name not in taken and name not in left_unread]
+    if unknown:
+        message = f"is no field of this write; it takes {', '.join(taken)}."
+        raise serializers.ValidationError({name: [message] for name in unknown})
 
 
 class EntryWriteSerializer(FieldsCopiedShallow):
@@ -381,20 +397,16 @@ class EntryWriteSerializer(FieldsCopiedShallow):
 
     expected_version = ExpectedVersionField(
         required=False,
-        help_text="Store only if the memory is at this version (as If-Match, which it must agree with when both are "
-        "given); 412 otherwise.",
+        help_text="Store only if the memory is at this version, as If-Match asks on PUT and PATCH (both sent must "
+        "hold); 412 otherwise.",
     )
 
+    # What the body may hold beside the fields, left unread (what an entry, or a search's result, shows).
+    left_unread: ClassVar[frozenset[str]] = ENTRY_SHOWN_ONLY
+
     def to_internal_value(self, data: object) -> dict[str, Any]:
-        """The body's fields, checked; a name that is no field of the write (a misspelt "privacy" would have left
-        the memory shared) is refused, by name, rather than left unread."""
-        if isinstance(data, Mapping):
-            unknown = [name for name in data if name not in self.fields and name not in ENTRY_SHOWN_ONLY]
-            if unknown:
-                taken = ", ".join(self.fields)
-                raise serializers.ValidationError(
-                    {name: [f"is no field of this write; it takes {taken}."] for name in unknown}
-                )
+        """The body's fields, checked; a name that is no field of the write is refused by name (_refuse_unknown)."""
+        _refuse_unknown(data, self.fields, left_unread=self.left_unread)
         return super().to_internal_value(data)
 
     def validate_value(self, value: str) -> str:
@@ -549,6 +561,8 @@ class BatchOperationSerializer(EntryCreateSerializer):
     # The batch's own rules (op, expected_version, a put's value) are services.batch's, which
     # entries_batch applies to every caller too.
     op = BatchOpField()
+    # An operation is no entry sent back: "version" for expected_version, or a "uid" not the path's, is refused.
+    left_unread: ClassVar[frozenset[str]] = frozenset()
     value = StrictCharField(required=False, allow_blank=True, help_text="Required for a put.")
     expected_version = ExpectedVersionField(
         required=False, help_text="Apply only if the entry is at this version (as If-Match)."
@@ -565,6 +579,10 @@ class BatchOperationSerializer(EntryCreateSerializer):
 
 class BatchSerializer(serializers.Serializer):
     """Body of POST /users/{uid}/memories/batch: the operations, applied in order, all or none."""
+
+    def to_internal_value(self, data: object) -> dict[str, Any]:
+        _refuse_unknown(data, self.fields)
+        return super().to_internal_value(data)
 
     # many=True hands max_length on to the ListSerializer (DRF 3.14+); the stubs only know the child's arguments.
     operations = BatchOperationSerializer(

@@ -61,7 +61,7 @@ from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownM
 from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import FALSE_WORDS, TRUE_WORDS, InvalidField, check_flag, check_key, check_uid
 from memories.work import work_status
-from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination
+from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination, PreconditionFailed
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
@@ -278,18 +278,23 @@ class UserViewSet(HubViewSet):
         return response
 
 
-@extend_schema(tags=["memories"], parameters=[UID_PARAMETER])
 def _expected_version(request: Request, body: EntryWriteSerializer, *, uid: str, key: str) -> int | None:
     """The version a write asks the entry to be at: If-Match's (or If-None-Match's), or the body's
-    expected_version (taken out of the body's fields); both given must name the same."""
+    expected_version (taken out of the body's fields). Both given, the headers' holds (else their 412) and the
+    body's must be the same version: the entry is at the one the headers found, so another is a 412 naming it."""
     in_body = body.validated_data.pop("expected_version", None)
     in_headers = if_match_version(request, uid=uid, key=key)
     if in_body is not None and in_headers is not None and in_body != in_headers:
-        said = "none (If-None-Match: *)" if in_headers == services.ABSENT_VERSION else f"version {in_headers}"
-        raise InvalidField("expected_version", f"the headers ask for {said}: give one or the other, or the same.")
+        if in_headers == services.ABSENT_VERSION:
+            raise PreconditionFailed(
+                f"If-None-Match: * asks that there be no entry, expected_version that it be at version {in_body}: "
+                "both cannot hold."
+            )
+        raise services.VersionConflict(in_headers)
     return in_headers if in_headers is not None else in_body
 
 
+@extend_schema(tags=["memories"], parameters=[UID_PARAMETER])
 class MemoryViewSet(HubViewSet):
     # A user's memories, registered under users/{uid}/memories; the entry's key is the lookup.
     # (A comment, not a docstring: the schema would show it on every operation.)

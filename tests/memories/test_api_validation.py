@@ -327,15 +327,29 @@ def test_expected_version_in_the_body_is_a_precondition_as_if_match_is(owner, ow
     current = send(f"{BASE}/alice/memories/language", {"value": "prefers Rust", "expected_version": 2}, format="json")
     assert current.status_code == 200
     assert (current.json()["value"], current.json()["version"]) == ("prefers Rust", 3)
-    both = send(
+    # Both sent: each must hold. The headers' holds here (If-Match: * and If-None-Match naming another version
+    # find version 3), the body's does not.
+    for headers in ({"HTTP_IF_MATCH": "*"}, {"HTTP_IF_NONE_MATCH": '"2"'}, {"HTTP_IF_MATCH": '"3"'}):
+        both = send(f"{BASE}/alice/memories/language", {"value": "x", "expected_version": 1}, format="json", **headers)
+        assert (both.status_code, both.json()) == (412, {"detail": "The entry is at version 3."}), headers
+    if method == "put":
+        # Create only (If-None-Match: *), and at version 3: never both.
+        contrary = send(
+            f"{BASE}/alice/memories/language",
+            {"value": "x", "expected_version": 3},
+            format="json",
+            HTTP_IF_NONE_MATCH="*",
+        )
+        assert contrary.status_code == 412
+        assert "both cannot hold" in contrary.json()["detail"]
+    agreeing = send(
         f"{BASE}/alice/memories/language",
-        {"value": "x", "expected_version": 3},
+        {"value": "prefers Zig", "expected_version": 3},
         format="json",
-        HTTP_IF_MATCH='"2"',
+        HTTP_IF_MATCH='"3"',
     )
-    assert both.status_code == 400
-    assert both.json() == {"expected_version": ["the headers ask for version 2: give one or the other, or the same."]}
-    assert MemoryEntry.objects.get().value == "prefers Rust"
+    assert (agreeing.status_code, agreeing.json()["version"]) == (200, 4)
+    assert MemoryEntry.objects.get().value == "prefers Zig"
 
 
 def test_a_users_search_longer_than_any_uid_gets_a_400_naming_it(owner, owner_api):
@@ -357,4 +371,34 @@ def test_an_unknown_field_named_with_a_lone_surrogate_is_named_by_its_escape(own
     assert response.status_code == 400
     [(name, [message])] = response.json().items()
     assert name == "priv\\ud800cy" and message.startswith("is no field of this write")
+    assert not MemoryEntry.objects.exists()
+
+
+def test_a_search_result_sent_back_is_taken_as_a_get_s_body_is(owner, owner_api):
+    owner_api.put(f"{BASE}/alice/memories/language", {"value": "prefers Python"}, format="json")
+    [result] = owner_api.get(f"{BASE}/alice/memories/", {"q": "python"}).json()["results"]
+    assert "score" in result and "matched_terms" in result
+
+    response = owner_api.put(f"{BASE}/alice/memories/language", {**result, "value": "prefers Rust"}, format="json")
+
+    assert (response.status_code, response.json()["version"]) == (200, 2)
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        # "version" for expected_version, or another uid: an operation is no entry sent back.
+        ({"operations": [{"op": "put", "key": "b", "value": "x", "version": 1}]}, ("operations", "0", "version")),
+        ({"operations": [{"op": "put", "key": "b", "value": "x", "uid": "bob"}]}, ("operations", "0", "uid")),
+        ({"operations": [{"op": "put", "key": "b", "value": "x"}], "atomic": False}, ("atomic",)),
+    ],
+)
+def test_a_batch_refuses_a_field_it_does_not_take_by_name(owner_api, body, named):
+    response = owner_api.post(f"{BASE}/alice/memories/batch", body, format="json")
+
+    assert response.status_code == 400
+    errors = response.json()
+    for name in named:
+        errors = errors[name]
+    assert errors[0].startswith("is no field of this write; it takes ")
     assert not MemoryEntry.objects.exists()

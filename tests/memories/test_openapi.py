@@ -38,3 +38,20 @@ def test_the_page_parameter_states_its_minimum_and_that_a_page_past_the_last_is_
         assert page["schema"]["minimum"] == 1
         assert "past the last answers 404" in page["description"]
         assert {"400", "404"} <= set(listing["responses"])
+
+
+def test_every_memory_operation_is_tagged_memories_and_describes_its_uid():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    operations = [
+        (path, method, operation)
+        for path, methods in schema["paths"].items()
+        if path.startswith("/api/v1/users/{uid}/memories")
+        for method, operation in methods.items()
+    ]
+    assert len(operations) >= 9
+    for path, method, operation in operations:
+        assert operation["tags"] == ["memories"], (path, method)
+        (uid,) = [parameter for parameter in operation["parameters"] if parameter["name"] == "uid"]
+        assert uid.get("description"), (path, method)
