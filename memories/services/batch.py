@@ -1,7 +1,7 @@
 """Batches: up to BATCH_MAX_OPERATIONS puts and deletes on one user's entries, all or none."""
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -179,6 +179,56 @@ def _check_held_version(*, owner: User, uid: str, operation: BatchOperation) -> 
         raise VersionConflict(current)
 
 
+def _batch_apply(
+    *, owner: User, uid: str, operation: BatchOperation, decision: GuardDecision, actor: User | None
+) -> BatchOutcome:
+    """Apply one operation of a batch, in the batch's transaction: VersionConflict, before anything is written, when
+    it names an expected_version the entry is not at."""
+    if operation.op == BatchOp.PUT and decision.hold:
+        assert operation.value is not None
+        # As entry_put: a write on a version the entry is no longer at is refused, not held.
+        _check_held_version(owner=owner, uid=uid, operation=operation)
+        held = held_write_new(
+            owner=owner,
+            uid=uid,
+            key=operation.key,
+            value=operation.value,
+            kind=operation.kind,
+            meta=operation.meta,
+            privacy=operation.privacy,
+            actor=actor,
+            decision=decision,
+            expiry=held_expiry(ttl=operation.ttl, expires=operation.expires),
+            expected_version=operation.expected_version,
+        )
+        held.save()
+        return BatchOutcome(op=operation.op, key=operation.key, status="held", entry=None, held=held)
+    if operation.op == BatchOp.PUT:
+        assert operation.value is not None  # _batch_operation_errors refused a put without one
+        result = entry_put(
+            owner=owner,
+            uid=uid,
+            key=operation.key,
+            value=operation.value,
+            kind=operation.kind,
+            meta=operation.meta,
+            privacy=operation.privacy,
+            ttl=operation.ttl,
+            expires=operation.expires,
+            actor=actor,
+            expected_version=operation.expected_version,
+            guard_decision=decision,
+        )
+        status = "created" if result.created else "updated" if result.changed else "unchanged"
+        return BatchOutcome(op=operation.op, key=operation.key, status=status, entry=result.entry)
+    deleted = entry_delete(
+        owner=owner, uid=uid, key=operation.key, actor=actor, expected_version=operation.expected_version
+    )
+    return BatchOutcome(
+        op=operation.op, key=operation.key, status="deleted" if deleted is not None else "absent", entry=None
+    )
+
+
 def entries_batch(
     *,
     owner: User,
@@ -193,8 +243,8 @@ def entries_batch(
     holds is "held" (a HeldWrite, kept or dropped with the rest of the batch). Any invalid
     operation raises BatchRejected with per-operation errors, and nothing is written; so does any version
     conflict, naming each operation whose expected_version is not the version the operations before it
-    leave (an operation refused leaves its entry as it was). Raises InvalidField for a bad uid or a batch of
-    the wrong size.
+    leave, a refused one taken as applied (so what is named is right once the operations before it are
+    fixed). Raises InvalidField for a bad uid or a batch of the wrong size.
 
     Batches (and imports) of one user take turns: each takes the user's lock, then locks the entries it
     names in one order, before applying anything (memories.services.locks), so two batches naming keys in
@@ -218,60 +268,16 @@ def entries_batch(
         entries_lock(owner=owner, uid=uid, keys=[operation.key for operation in operations])
         for index, operation in enumerate(operations):
             try:
-                decision = decisions[index]
-                if operation.op == BatchOp.PUT and decision.hold:
-                    assert operation.value is not None
-                    # As entry_put: a write on a version the entry is no longer at is refused, not held.
-                    _check_held_version(owner=owner, uid=uid, operation=operation)
-                    held = held_write_new(
-                        owner=owner,
-                        uid=uid,
-                        key=operation.key,
-                        value=operation.value,
-                        kind=operation.kind,
-                        meta=operation.meta,
-                        privacy=operation.privacy,
-                        actor=actor,
-                        decision=decision,
-                        expiry=held_expiry(ttl=operation.ttl, expires=operation.expires),
-                        expected_version=operation.expected_version,
-                    )
-                    held.save()
-                    outcomes.append(
-                        BatchOutcome(op=operation.op, key=operation.key, status="held", entry=None, held=held)
-                    )
-                elif operation.op == BatchOp.PUT:
-                    assert operation.value is not None  # _batch_operation_errors refused a put without one
-                    result = entry_put(
-                        owner=owner,
-                        uid=uid,
-                        key=operation.key,
-                        value=operation.value,
-                        kind=operation.kind,
-                        meta=operation.meta,
-                        privacy=operation.privacy,
-                        ttl=operation.ttl,
-                        expires=operation.expires,
-                        actor=actor,
-                        expected_version=operation.expected_version,
-                        guard_decision=decision,
-                    )
-                    status = "created" if result.created else "updated" if result.changed else "unchanged"
-                    outcomes.append(BatchOutcome(op=operation.op, key=operation.key, status=status, entry=result.entry))
-                else:
-                    deleted = entry_delete(
-                        owner=owner,
-                        uid=uid,
-                        key=operation.key,
-                        actor=actor,
-                        expected_version=operation.expected_version,
-                    )
-                    status = "deleted" if deleted is not None else "absent"
-                    outcomes.append(BatchOutcome(op=operation.op, key=operation.key, status=status, entry=None))
+                outcomes.append(
+                    _batch_apply(owner=owner, uid=uid, operation=operation, decision=decisions[index], actor=actor)
+                )
             except VersionConflict as conflict:
-                # Refused before it wrote anything: the operations after it are still tried, as this one leaves
-                # the entry (unchanged), so every stale expected_version is named.
+                # Refused before it wrote anything. It is applied all the same, as if its version were right, so the
+                # operations after it are judged as they will be once it is fixed: every stale one is named, and
+                # no other (the batch is rolled back below).
                 stale[index] = {"expected_version": [str(conflict)]}
+                anyway = replace(operation, expected_version=None)
+                _batch_apply(owner=owner, uid=uid, operation=anyway, decision=decisions[index], actor=actor)
         if stale:
             # Leaving the atomic block by an exception rolls back every operation already applied.
             raise BatchRejected(stale)

@@ -92,6 +92,40 @@ def test_every_stale_expected_version_is_named_each_against_the_operations_befor
     ]
 
 
+@pytest.mark.parametrize(
+    ("second", "named"),
+    [
+        # Once the first is fixed (to 2), the key is at 3: the second's 3 is right, its 2 is not.
+        (3, {"0": {"expected_version": ["current version is 2"]}}),
+        (
+            2,
+            {
+                "0": {"expected_version": ["current version is 2"]},
+                "1": {"expected_version": ["current version is 3"]},
+            },
+        ),
+    ],
+)
+def test_an_operation_after_a_stale_one_on_its_key_is_judged_as_it_will_be_once_that_one_is_fixed(
+    owner, owner_api, second, named
+):
+    services.entry_put(owner=owner, uid="alice", key="k", value="one")
+    services.entry_put(owner=owner, uid="alice", key="k", value="two")
+    operations = [
+        {"op": "put", "key": "k", "value": "three", "expected_version": 1},
+        {"op": "put", "key": "k", "value": "four", "expected_version": second},
+    ]
+
+    refused = owner_api.post(BATCH_URL, {"operations": operations}, format="json")
+
+    assert (refused.status_code, refused.json()) == (400, {"operations": named})
+    assert selectors.entry_get(owner=owner, uid="alice", key="k").version == 2
+    # Fixed as the 400 says, the batch goes through.
+    fixed = [{**operations[0], "expected_version": 2}, {**operations[1], "expected_version": 3}]
+    assert owner_api.post(BATCH_URL, {"operations": fixed}, format="json").status_code == 200
+    assert selectors.entry_get(owner=owner, uid="alice", key="k").version == 4
+
+
 def test_a_put_without_a_value_is_refused(owner_api):
     response = owner_api.post(BATCH_URL, {"operations": [{"op": "put", "key": "k"}]}, format="json")
     assert response.status_code == 400
