@@ -306,6 +306,11 @@ class Handover:
 
     def _note(self, line: bytes) -> None:
         message = _parse(line)
+        if message and message.get("method") == "notifications/cancelled":
+            # A request the client cancels is answered by no one.
+            params = message.get("params")
+            if isinstance(params, dict):
+                self.unanswered.discard(params.get("requestId"))
         if not message or not isinstance(message.get("id"), str | int):
             return
         if "method" in message:

@@ -137,6 +137,33 @@ def test_requests_sent_just_before_the_input_ends_are_answered_before_the_proces
     assert database.rows("SELECT value FROM memories_memoryentry WHERE uid = 'pipe'") == [("Porto",)]
 
 
+def test_a_request_cancelled_before_the_input_ends_is_not_waited_for(environment):
+    start = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}}
+    recall = {"name": "recall", "arguments": {"uid": "pipe", "query": "anything"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": recall},
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 5, "reason": "changed my mind"},
+        },
+    ]
+    # The SDK answers no cancelled request: waited for, the process would take its 30 s to end.
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--account", "desk"],
+        cwd=PROJECT,
+        env=environment,
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert completed.returncode == 0
+    assert 1 in [json.loads(line).get("id") for line in completed.stdout.splitlines()]
+
+
 def test_a_line_that_is_no_json_rpc_message_is_answered_with_its_error_and_the_session_goes_on(environment):
     ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
     lines = ["not json", "", '{"foo": 1}', "[1, 2]", '{"jsonrpc": "2.0", "id": 8}', json.dumps(ping)]
