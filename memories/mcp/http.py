@@ -228,7 +228,15 @@ class MCPApplication:
             # Served without the ASGI lifespan protocol: start the transport's task group on first use.
             await self.start()
         scope = {**scope, "path": "/mcp", ACCOUNT_SCOPE_KEY: admission.account}
-        await self.manager.handle_request(scope, receive, _plain_validation_errors(send))
+        body = bytearray()
+
+        async def receiving() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+            return message
+
+        await self.manager.handle_request(scope, receiving, _plain_validation_errors(send, body))
 
 
 # What answers a body that is no JSON-RPC message, in place of the SDK's own validation error (pydantic's report of
@@ -239,7 +247,17 @@ NOT_A_MESSAGE = (
 )
 
 
-def _plain_message(body: bytes) -> bytes:
+def _named_id(request: bytes) -> str | int | None:
+    """The id a request's body names (as stdio answers with it), or None."""
+    try:
+        message = json.loads(request)
+    except ValueError:
+        return None
+    named = message.get("id") if isinstance(message, dict) else None
+    return named if isinstance(named, str | int) and not isinstance(named, bool) else None
+
+
+def _plain_message(body: bytes, request: bytes) -> bytes:
     try:
         answer = json.loads(body)
     except ValueError:
@@ -247,11 +265,13 @@ def _plain_message(body: bytes) -> bytes:
     error = answer.get("error") if isinstance(answer, dict) else None
     if not isinstance(error, dict) or not str(error.get("message", "")).startswith("Validation error:"):
         return body
-    return json.dumps({**answer, "error": {"code": INVALID_REQUEST, "message": NOT_A_MESSAGE}}).encode()
+    plain = {**answer, "id": _named_id(request), "error": {"code": INVALID_REQUEST, "message": NOT_A_MESSAGE}}
+    return json.dumps(plain).encode()
 
 
-def _plain_validation_errors(send: Send) -> Send:
-    """send, with a whole JSON answer that is the SDK's validation error of the body said as NOT_A_MESSAGE."""
+def _plain_validation_errors(send: Send, request: bytearray) -> Send:
+    """send, with a whole JSON answer that is the SDK's validation error of the body (request, as read) said as
+    NOT_A_MESSAGE, under the id the body names."""
     started: Message | None = None
 
     async def sending(message: Message) -> None:
@@ -262,7 +282,7 @@ def _plain_validation_errors(send: Send) -> Send:
         if started is not None:
             start, started = started, None
             if message["type"] == "http.response.body" and not message.get("more_body", False):
-                body = _plain_message(message.get("body", b""))
+                body = _plain_message(message.get("body", b""), bytes(request))
                 headers = [
                     (name, value) for name, value in start.get("headers", []) if name.lower() != b"content-length"
                 ]

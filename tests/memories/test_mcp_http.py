@@ -307,22 +307,23 @@ def test_a_body_over_the_limit_is_a_413(hub):
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "named"),
     [
-        [{"jsonrpc": "2.0", "id": 1, "method": "ping"}],
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": "x"},
-        {"jsonrpc": "2.0", "method": 5},
+        ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], None),
+        ({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": "x"}, 7),
+        ({"jsonrpc": "2.0", "method": 5}, None),
     ],
 )
-def test_a_body_that_is_no_json_rpc_message_is_answered_in_one_sentence(hub, body):
+def test_a_body_that_is_no_json_rpc_message_is_answered_in_one_sentence(hub, body, named):
     # The SDK's own answer was pydantic's report of each member of its union, over a thousand characters.
     running, tokens = hub
 
     status, _, answer = _post(running, json.dumps(body).encode(), _bearer(tokens["owner"]))
 
+    # Under the id the body names, as stdio answers.
     assert json.loads(answer) == {
         "jsonrpc": "2.0",
-        "id": None,
+        "id": named,
         "error": {
             "code": -32600,
             "message": "Invalid request: the body is not one JSON-RPC 2.0 request, notification or response (a "
