@@ -36,7 +36,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memories.mcp.stdio import INVALID_REQUEST
+from memories.mcp.stdio import INVALID_REQUEST, named_id
 from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
 from memoryhub.api import TokenRateThrottle
 from memoryhub.authentication import token_read
@@ -250,11 +250,9 @@ NOT_A_MESSAGE = (
 def _named_id(request: bytes) -> str | int | None:
     """The id a request's body names (as stdio answers with it), or None."""
     try:
-        message = json.loads(request)
+        return named_id(json.loads(request))
     except ValueError:
         return None
-    named = message.get("id") if isinstance(message, dict) else None
-    return named if isinstance(named, str | int) and not isinstance(named, bool) else None
 
 
 def _plain_message(body: bytes, request: bytes) -> bytes:

@@ -213,6 +213,12 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
+def named_id(message: object) -> str | int | None:
+    """The id a JSON-RPC message names, as an error answering it carries it: a string or a number, else None."""
+    named = message.get("id") if isinstance(message, dict) else None
+    return named if isinstance(named, str | int) and not isinstance(named, bool) else None
+
+
 def _refusal(line: bytes) -> dict[str, Any] | None:
     """The JSON-RPC error that answers a line that is no JSON-RPC message (a parse error, or an invalid request,
     with its id when it names one), None for a message the SDK takes. Called once the SDK is loaded."""
@@ -233,10 +239,9 @@ def _refusal(line: bytes) -> dict[str, Any] | None:
             "id": None,
             "error": {"code": PARSE_ERROR, "message": "Parse error: the line is not JSON."},
         }
-    named = message.get("id") if isinstance(message, dict) else None
     return {
         "jsonrpc": "2.0",
-        "id": named if isinstance(named, str | int) and not isinstance(named, bool) else None,
+        "id": named_id(message),
         "error": {"code": INVALID_REQUEST, "message": "Invalid request: the line is not a JSON-RPC 2.0 message."},
     }
 

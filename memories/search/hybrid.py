@@ -432,7 +432,7 @@ class HybridMatches:
             # The word ranking's candidates past its first LEXICAL_FUSED follow in its order, unfused.
             rest = [(candidate.entry_id, None) for candidate in candidates if candidate.entry_id not in scores]
             lexical = {candidate.entry_id: (rank, candidate.score) for rank, candidate in enumerate(candidates, 1)}
-            self._fused = FusedOrder([*best_first, *rest], lexical, dict(nearest), self._relevant)
+            self._fused = FusedOrder([*best_first, *rest], lexical, similarity, self._relevant)
         return self._fused
 
     def _relevant(self, lexical_rank: int | None, similarity: float | None, entry_id: int) -> bool:

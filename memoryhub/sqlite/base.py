@@ -141,8 +141,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if self._writer_fd is None:
                 return
         timeout = float(self.settings_dict["OPTIONS"].get("timeout", 5))
-        if not self._writer_poll(min(WRITER_POLL_SECONDS, timeout)):
-            self._writer_wait(timeout - min(WRITER_POLL_SECONDS, timeout))
+        polled = min(WRITER_POLL_SECONDS, timeout)
+        if not self._writer_poll(polled):
+            self._writer_wait(timeout - polled)
         self._writing = True
 
     def _writer_poll(self, seconds: float) -> bool:
