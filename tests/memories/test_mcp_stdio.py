@@ -34,6 +34,33 @@ def environment(database: HubDatabase) -> dict[str, str]:
     return hub_environment(database)
 
 
+# How a client piping its lines starts its session: initialize, then initialized.
+PIPED_START = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}},
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
+def _piped(environment: dict[str, str], lines: list[Any], *, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`manage.py mcp --account desk` given lines (text as it is, anything else as JSON) on its input, which then
+    ends; what it wrote and how it exited."""
+    sent = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    return subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--account", "desk"],
+        cwd=PROJECT,
+        env=environment,
+        input=sent,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def test_the_process_lists_the_tools_and_acts_for_its_account(environment):
     async def scenario() -> tuple:
         async with stdio_session(environment, "desk") as session:
@@ -108,27 +135,15 @@ def test_a_change_made_over_stdio_is_written_with_its_history(database, environm
 
 def test_requests_sent_just_before_the_input_ends_are_answered_before_the_process_exits(database, environment):
     # A client that writes its requests and closes its end at once: each is answered as it was carried out.
-    start = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}}
     remember = {"name": "remember", "arguments": {"uid": "pipe", "key": "city", "value": "Porto"}}
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": remember},
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "get", "arguments": {"uid": "pipe", "key": "city"}},
-        },
-    ]
-    completed = subprocess.run(
-        [sys.executable, "manage.py", "mcp", "--account", "desk"],
-        cwd=PROJECT,
-        env=environment,
-        input="".join(json.dumps(line) + "\n" for line in lines),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    get = {"name": "get", "arguments": {"uid": "pipe", "key": "city"}}
+    completed = _piped(
+        environment,
+        [
+            *PIPED_START,
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": remember},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": get},
+        ],
     )
     answers = {answer["id"]: answer for answer in map(json.loads, completed.stdout.splitlines())}
     assert sorted(answers) == [1, 2, 3]
@@ -138,26 +153,16 @@ def test_requests_sent_just_before_the_input_ends_are_answered_before_the_proces
 
 
 def test_a_request_cancelled_before_the_input_ends_is_not_waited_for(environment):
-    start = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}}
     recall = {"name": "recall", "arguments": {"uid": "pipe", "query": "anything"}}
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": recall},
-        {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": 5, "reason": "changed my mind"},
-        },
-    ]
+    cancel = {"requestId": 5, "reason": "changed my mind"}
     # The SDK answers no cancelled request: waited for, the process would take its 30 s to end.
-    completed = subprocess.run(
-        [sys.executable, "manage.py", "mcp", "--account", "desk"],
-        cwd=PROJECT,
-        env=environment,
-        input="".join(json.dumps(line) + "\n" for line in lines),
-        capture_output=True,
-        text=True,
+    completed = _piped(
+        environment,
+        [
+            *PIPED_START,
+            {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": recall},
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel},
+        ],
         timeout=20,
     )
     assert completed.returncode == 0
@@ -166,16 +171,7 @@ def test_a_request_cancelled_before_the_input_ends_is_not_waited_for(environment
 
 def test_a_line_that_is_no_json_rpc_message_is_answered_with_its_error_and_the_session_goes_on(environment):
     ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
-    lines = ["not json", "", '{"foo": 1}', "[1, 2]", '{"jsonrpc": "2.0", "id": 8}', json.dumps(ping)]
-    completed = subprocess.run(
-        [sys.executable, "manage.py", "mcp", "--account", "desk"],
-        cwd=PROJECT,
-        env=environment,
-        input="".join(f"{line}\n" for line in lines),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    completed = _piped(environment, ["not json", "", '{"foo": 1}', "[1, 2]", '{"jsonrpc": "2.0", "id": 8}', ping])
     answers = [json.loads(line) for line in completed.stdout.splitlines()]
     invalid = {"code": -32600, "message": "Invalid request: the line is not a JSON-RPC 2.0 message."}
     # Each in the order asked; the blank line is skipped, as a JSON-RPC stream's separator.
