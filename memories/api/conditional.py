@@ -41,6 +41,14 @@ IF_NONE_MATCH_PARAMETER = OpenApiParameter(
     required=False,
     description="* to create the memory only when it does not exist yet: 412 when it does, and nothing changes.",
 )
+IF_NONE_MATCH_CHANGE_PARAMETER = OpenApiParameter(
+    "If-None-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='ETags the memory must not be at (e.g. "3"), or * for any version: 412 when it is, and nothing '
+    "changes.",
+)
 IF_NONE_MATCH_GET_PARAMETER = OpenApiParameter(
     "If-None-Match",
     str,
@@ -91,7 +99,8 @@ def if_match_version(
 
     If-Match holding only weak or malformed tags can never match: that is a 412, as for a stale one (RFC 9110,
     13.1.1), whose message says what was wrong with them.
-    Without If-Match, a PUT's If-None-Match: * asks for ABSENT_VERSION (create only). * and a list
+    Without If-Match, If-None-Match: * asks for ABSENT_VERSION: a PUT creates only, a PATCH or DELETE of an
+    existing entry is a 412 (RFC 9110, 13.1.2: * matches any current entry). * and a list
     of several tags are matched against current_version() (the entry's version by default; a
     restore passes the version the entry was deleted at); absent is the 412's message when that is None.
     """
@@ -104,7 +113,7 @@ def if_match_version(
 
     if header is None:
         none_match = request.headers.get("If-None-Match", "").strip()
-        if request.method == "PUT" and none_match == "*":
+        if request.method in ("PUT", "PATCH", "DELETE") and none_match == "*":
             return ABSENT_VERSION
         if request.method in UNSAFE_METHODS and none_match and none_match != "*":
             return _unless_named(request, none_match, current_version)

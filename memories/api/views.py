@@ -24,6 +24,7 @@ from memories.accounts import request_account
 from memories.api.conditional import (
     ETAG_HEADER,
     IF_MATCH_PARAMETER,
+    IF_NONE_MATCH_CHANGE_PARAMETER,
     IF_NONE_MATCH_GET_PARAMETER,
     IF_NONE_MATCH_PARAMETER,
     entry_etag,
@@ -416,7 +417,7 @@ class MemoryViewSet(HubViewSet):
     @extend_schema(
         summary="Change some fields of a memory",
         request=EntryWriteSerializer,
-        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, ETAG_HEADER],
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, IF_NONE_MATCH_CHANGE_PARAMETER, ETAG_HEADER],
         responses={200: EntrySerializer, 202: HELD, 412: PRECONDITION_FAILED},
     )
     def partial_update(self, request: Request, uid: str, key: str) -> Response:
@@ -438,7 +439,7 @@ class MemoryViewSet(HubViewSet):
 
     @extend_schema(
         summary="Delete a memory (its history stays)",
-        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER],
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, IF_NONE_MATCH_CHANGE_PARAMETER],
         responses={204: None, 412: PRECONDITION_FAILED},
     )
     def destroy(self, request: Request, uid: str, key: str) -> Response:

@@ -332,8 +332,8 @@ def test_expected_version_in_the_body_is_a_precondition_as_if_match_is(owner, ow
     for headers in ({"HTTP_IF_MATCH": "*"}, {"HTTP_IF_NONE_MATCH": '"2"'}, {"HTTP_IF_MATCH": '"3"'}):
         both = send(f"{BASE}/alice/memories/language", {"value": "x", "expected_version": 1}, format="json", **headers)
         assert (both.status_code, both.json()) == (412, {"detail": "The entry is at version 3."}), headers
-    if method == "put":
-        # Create only (If-None-Match: *), and at version 3: never both.
+    if method in ("put", "patch"):
+        # No entry (If-None-Match: *), and at version 3: never both.
         contrary = send(
             f"{BASE}/alice/memories/language",
             {"value": "x", "expected_version": 3},

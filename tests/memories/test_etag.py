@@ -128,6 +128,17 @@ def test_if_none_match_means_nothing_to_a_patch_of_a_missing_entry(owner_api):
     assert owner_api.patch(URL, {"kind": "tool"}, format="json", HTTP_IF_NONE_MATCH="*").status_code == 404
 
 
+def test_a_patch_or_delete_with_if_none_match_star_leaves_an_existing_entry_alone(stored):
+    # * matches any current entry (RFC 9110, 13.1.2), for every write, not only a PUT's create.
+    patch = stored.patch(URL, {"kind": "tool"}, format="json", HTTP_IF_NONE_MATCH="*")
+    delete = stored.delete(URL, HTTP_IF_NONE_MATCH="*")
+    for refused in (patch, delete):
+        assert (refused.status_code, refused.json()) == (412, {"detail": "The entry is at version 2."})
+    entry = stored.get(URL).json()
+    assert (entry["value"], entry["kind"], entry["version"]) == ("emacs", "preference", 2)
+    assert stored.get(URL + "/history").json()["count"] == 2
+
+
 @pytest.mark.parametrize("header", ['"2"', 'W/"2"', '"1", "2"'])
 def test_a_write_whose_if_none_match_names_the_current_etag_is_refused(stored, header):
     put = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_NONE_MATCH=header)

@@ -55,3 +55,14 @@ def test_every_memory_operation_is_tagged_memories_and_describes_its_uid():
         assert operation["tags"] == ["memories"], (path, method)
         (uid,) = [parameter for parameter in operation["parameters"] if parameter["name"] == "uid"]
         assert uid.get("description"), (path, method)
+
+
+def test_every_write_of_a_memory_states_its_preconditions():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    entry = schema["paths"]["/api/v1/users/{uid}/memories/{key}/"]
+    for method in ("put", "patch", "delete"):
+        headers = {parameter["name"] for parameter in entry[method]["parameters"] if parameter["in"] == "header"}
+        assert {"If-Match", "If-None-Match"} <= headers, method
+        assert "412" in entry[method]["responses"], method
