@@ -443,10 +443,23 @@ def hub_rows(entries: int, entry_path: str) -> list[tuple[str, str, str]]:
     memories = f"/api/v1/users/{USER_UID}/memories/"
     return [
         ("hub: GET one entry", entry_path, ""),
-        ("hub: list page (50 of 20,000)", memories, ""),
+        (f"hub: list page (50 of {entries:,})", memories, ""),
         (f"hub: ?q= rare word ({RARE_COUNT} matches)", f"{memories}?q={RARE_WORD}", ""),
         (f"hub: ?q= common word ({entries // 3 + 1:,} matches)", f"{memories}?q={COMMON_WORD}", ""),
         ("hub: PUT one entry", memories, WRK_PUT),
+    ]
+
+
+# The hub's searches measured a second time with embeddings off: what the words alone cost, beside the targets.
+WORDS_ONLY = "hub, words only (MEMORYHUB_EMBEDDINGS=off): "
+
+
+def words_only_rows(entries: int) -> list[tuple[str, str, str]]:
+    """The searches of hub_rows, by words alone: (name, path, wrk script)."""
+    return [
+        (name.replace("hub: ", WORDS_ONLY, 1), path, script)
+        for name, path, script in hub_rows(entries, "")
+        if name.startswith("hub: ?q=")
     ]
 
 
@@ -603,6 +616,16 @@ def benchmark_http(
             "--access-logfile",
             str(workdir / "hub-access.log"),
         ]
+        words_only: list[Row] = []
+        if report.embeddings != "off":
+            # The same searches by words alone, before the PUTs add entries: what comparing the vectors costs.
+            words_env = {**hub_env, "MEMORYHUB_EMBEDDINGS": "off"}
+            with _server("hub-words", hub_arguments, cwd=PROJECT, env=words_env, log=workdir / "hub-words.log") as hub:
+                base = f"http://127.0.0.1:{hub.port}"
+                _wait_until_up(base + entry_path, auth)
+                for name, path, _script in words_only_rows(entries):
+                    say(name)
+                    words_only.append(_measure(name, base + path, headers=auth, seconds=seconds, workdir=workdir))
         with _server("hub", hub_arguments, cwd=PROJECT, env=hub_env, log=workdir / "hub.log") as hub:
             base = f"http://127.0.0.1:{hub.port}"
             _wait_until_up(base + entry_path, auth)
@@ -612,6 +635,7 @@ def benchmark_http(
                 report.rows.append(
                     _measure(name, base + path, headers=headers, seconds=seconds, workdir=workdir, script=script)
                 )
+        report.rows += words_only
 
         if compare_wsgi:
             with _server(
@@ -751,7 +775,25 @@ def report_markdown(report: Report) -> str:
             continue
         holds = measured >= target if comparison == ">=" else measured <= target
         lines.append(f"| {what} | {measured:.2f} | {comparison} {target:g} | {'yes' if holds else 'NO'} |")
+    alone = words_only_ratios(report)
+    if alone:
+        shares = "; ".join(f"{what} {ratio:.2f}x" for what, ratio in alone)
+        lines += [
+            "",
+            f"Beside the targets, the same searches by words alone (embeddings off), req/s / hub GET req/s: {shares}.",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def words_only_ratios(report: Report) -> list[tuple[str, float]]:
+    """(what, req/s / the hub GET's req/s) of each search measured with embeddings off."""
+    get = report.measured("hub: GET one entry")
+    found = []
+    for row in report.rows:
+        ratio = _ratio(row.requests_per_second, get.requests_per_second)
+        if row.name.startswith(WORDS_ONLY) and ratio is not None:
+            found.append((row.name.removeprefix(WORDS_ONLY).removeprefix("?q= "), ratio))
+    return found
 
 
 def write_report(report: Report, path: Path) -> None:

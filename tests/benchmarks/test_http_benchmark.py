@@ -50,6 +50,29 @@ def test_the_table_says_whether_the_searches_compared_vectors():
     assert "(embeddings off: searches by words alone)" in report_markdown(words_alone)
 
 
+def test_the_searches_by_words_alone_are_shown_beside_the_targets_not_among_them():
+    report = _report()
+    report.rows += [
+        Row("hub: ?q= rare word (5 matches)", 225.0, 5.0),
+        Row(f"{serving.WORDS_ONLY}?q= rare word (5 matches)", 405.0, 4.5),
+    ]
+    text = report_markdown(report)
+
+    assert [what for what, *_ in targets(report) if "rare" in what] == [
+        "?q= rare word (5 matches) req/s / hub GET req/s"
+    ]
+    assert "by words alone (embeddings off), req/s / hub GET req/s: rare word (5 matches) 0.90x." in text
+    assert "by words alone" not in report_markdown(_report())
+
+
+def test_the_words_alone_are_the_searches_of_the_hub_rows():
+    searches = [path for name, path, _script in serving.hub_rows(20000, "/k") if name.startswith("hub: ?q=")]
+    alone = serving.words_only_rows(20000)
+
+    assert [path for _name, path, _script in alone] == searches
+    assert all(name.startswith(serving.WORDS_ONLY) and not script for name, _path, script in alone)
+
+
 def test_the_report_replaces_its_own_section_and_keeps_the_others(tmp_path):
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Benchmarks\n\n## Recall\n\nrecall figures\n")
