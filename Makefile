@@ -4,8 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
-# The secret key: the environment's if set, else one kept in data/secret_key (made on first run).
-WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat data/secret_key)}"
+# The secret key: the environment's if set, else one kept in the data folder's secret_key (made on first
+# run): data/secret_key, or $MEMORYHUB_DATA_DIR/secret_key, where `./hub` and manage.py look for it.
+KEY_FILE := $(or $(MEMORYHUB_DATA_DIR),data)/secret_key
+WITH_KEY = SECRET_KEY="$${SECRET_KEY:-$$(cat $(KEY_FILE))}"
 
 # `make serve`: gunicorn with WORKERS uvicorn worker processes over memoryhub.asgi (the rest of
 # its settings, the access log's among them, in memoryhub/gunicorn.conf.py).
@@ -17,7 +19,7 @@ TIMEOUT ?= 30
 # After the packages, the stdio MCP server's answers to a client's first messages are kept ahead
 # (memories/mcp/stdio.py), so its first start answers at once; `migrate` (make run, make serve)
 # keeps them again after an upgrade, and does nothing while they are up to date.
-$(VENV)/.installed: requirements.txt data/secret_key
+$(VENV)/.installed: requirements.txt | $(KEY_FILE)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing the hub's packages into $(VENV) (requirements.txt: a few minutes the first time)"
 	@$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
@@ -32,11 +34,11 @@ $(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-data/secret_key:
-	@mkdir -p data
+$(KEY_FILE):
+	@mkdir -p $(dir $@)
 	@umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
 
-migrate: $(VENV)/.installed data/secret_key
+migrate: $(VENV)/.installed | $(KEY_FILE)
 	@$(WITH_KEY) $(PY) manage.py migrate --noinput -v0
 	@$(WITH_KEY) $(PY) manage.py mcp --keep-answers
 

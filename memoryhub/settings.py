@@ -65,8 +65,9 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY is not set and the data folder holds no secret_key: run `make run` once (it makes "
-            "data/secret_key), or export SECRET_KEY=... (DEBUG=1 gives a development-only key)."
+            "SECRET_KEY is not set and the data folder holds no secret_key: run `make run` once, with the same "
+            "MEMORYHUB_DATA_DIR (it makes the folder's secret_key), or export SECRET_KEY=... (DEBUG=1 gives a "
+            "development-only key)."
         )
     SECRET_KEY = "insecure-development-key-only-for-debug"
 

@@ -86,6 +86,18 @@ def test_the_hub_script_runs_a_command_as_pasted(data_dir: Path) -> None:
     assert "no issues" in result.stdout
 
 
+def test_make_keeps_the_secret_key_where_the_hub_script_looks_for_it(data_dir: Path) -> None:
+    # MEMORYHUB_DATA_DIR moves the key with the data: `make serve` and `./hub work --loop` run with the same one.
+    environment = {"MEMORYHUB_DATA_DIR": str(data_dir)}
+    made = _run(["make", "-C", str(ROOT), "--no-print-directory", str(data_dir / "secret_key")], environment)
+    result = _run([str(ROOT / "hub"), "check"], environment, cwd=data_dir)
+
+    assert made.returncode == 0, made.stderr
+    assert len((data_dir / "secret_key").read_text().strip()) >= 50
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
 def test_a_port_in_use_is_named_with_the_setting_that_moves_it() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
