@@ -50,6 +50,7 @@ from memories.search.lexical import (
     ShownResult,
     ids_in,
     match_filter,
+    matched_terms,
     matches,
     shown_by_id_read,
     slice_bounds,
@@ -367,7 +368,7 @@ class FusedOrder:
 
 def _matched_terms(query: LexicalQuery, entry: MemoryEntry) -> tuple[str, ...]:
     # As the lexical search names them: the query's words, phrases and typos' variants the folded key or value holds.
-    return tuple(term for term in query.named_terms if term in entry.key_folded or term in entry.value_folded)
+    return matched_terms(query, entry.key_folded, entry.value_folded)
 
 
 ENTRY_TABLE = MemoryEntry._meta.db_table
@@ -565,11 +566,10 @@ class HybridMatches:
                 [self.owner_id, self.uid, *filter_params],
             )
             self._read_visible.update((fused.entry_id, fused.entry_id in read) for fused in head)
-            named = self.query.named_terms
             for fused in head:
                 if fused.entry_id in read:
                     values, key_folded, value_folded = read[fused.entry_id]
-                    terms = tuple(term for term in named if term in key_folded or term in value_folded)
+                    terms = matched_terms(self.query, key_folded, value_folded)
                     similarity = fused.semantic_similarity
                     found.append((*values, fused.score, terms, fused.lexical_rank, similarity, fused.relevant))
         wanted = stop - start - len(head)

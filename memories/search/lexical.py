@@ -33,6 +33,7 @@ each leading with (owner_id, uid) through btree_gin, so a search reads one user'
 """
 
 import dataclasses
+import functools
 import math
 import re
 import threading
@@ -150,7 +151,7 @@ class LexicalQuery:
         """Words too short for a substring index: an entry matches them as whole words."""
         return tuple(word for word in self.words if len(word) < MIN_INDEXED_LENGTH)
 
-    @property
+    @functools.cached_property
     def whole_words(self) -> tuple[str, ...]:
         """What an entry may hold as a whole word to match: the short words and the typos' variants."""
         return tuple(dict.fromkeys((*self.short_words, *self.variants)))
@@ -236,8 +237,16 @@ def _entry_id(table: str) -> str:
     return f"({table}.rowid & {USER_ROWID_SPAN - 1})"
 
 
-def _matched_terms(query: LexicalQuery, key_folded: str, value_folded: str) -> tuple[str, ...]:
-    return tuple(term for term in query.named_terms if term in key_folded or term in value_folded)
+def matched_terms(query: LexicalQuery, key_folded: str, value_folded: str) -> tuple[str, ...]:
+    """The query's named terms the folded key or value holds as the search matches them: a short word or a typo's
+    variant as a whole word ("e" is not in "email", "plan" not in "planning"), the rest as a substring."""
+    whole_only = query.whole_words
+    return tuple(
+        term
+        for term in query.named_terms
+        if (term in key_folded or term in value_folded)
+        and (term not in whole_only or _held_whole(term, [(key_folded, value_folded)]))
+    )
 
 
 def _terms_match(terms: tuple[str, ...]) -> str:
@@ -691,7 +700,7 @@ def lexical_candidates(
         return []
     query, rows = ranked_candidates(owner_id, uid, filter_with_kind(filters, kind), query, limit)
     return [
-        Candidate(entry_id=entry_id, score=score, matched_terms=_matched_terms(query, key_folded, value_folded))
+        Candidate(entry_id=entry_id, score=score, matched_terms=matched_terms(query, key_folded, value_folded))
         for entry_id, score, key_folded, value_folded in rows
     ]
 
@@ -1049,7 +1058,7 @@ class LexicalMatches:
         yield from self[0 : len(self.candidates)]
         for entry in self._tail():
             entry.score = None
-            entry.matched_terms = _matched_terms(self.query, entry.key_folded, entry.value_folded)
+            entry.matched_terms = matched_terms(self.query, entry.key_folded, entry.value_folded)
             yield entry
 
     def _tail(self) -> QuerySet[MemoryEntry]:
@@ -1098,12 +1107,12 @@ class LexicalMatches:
         for candidate in head:
             if candidate.entry_id in read:
                 values, key_folded, value_folded = read[candidate.entry_id]
-                terms = _matched_terms(self.query, key_folded, value_folded)
+                terms = matched_terms(self.query, key_folded, value_folded)
                 found.append((*values, candidate.score, terms, None, None, None))
         wanted = stop - start - len(head)
         if wanted > 0 and self.count() > len(self.candidates):
             for entry in self._tail_page(max(0, start - len(self.candidates)), wanted):
-                terms = _matched_terms(self.query, entry.key_folded, entry.value_folded)
+                terms = matched_terms(self.query, entry.key_folded, entry.value_folded)
                 found.append((*entry_shown_values(entry), None, terms, None, None, None))
         return found
 
@@ -1127,13 +1136,13 @@ class LexicalMatches:
             entry = entries_by_id.get(candidate.entry_id)
             if entry is not None:
                 entry.score = candidate.score
-                entry.matched_terms = _matched_terms(self.query, entry.key_folded, entry.value_folded)
+                entry.matched_terms = matched_terms(self.query, entry.key_folded, entry.value_folded)
                 found.append(entry)
         wanted = stop - start - len(head)
         if wanted > 0 and self.count() > len(self.candidates):
             tail_start = max(0, start - len(self.candidates))
             for entry in self._tail_page(tail_start, wanted):
                 entry.score = None
-                entry.matched_terms = _matched_terms(self.query, entry.key_folded, entry.value_folded)
+                entry.matched_terms = matched_terms(self.query, entry.key_folded, entry.value_folded)
                 found.append(entry)
         return found

@@ -51,6 +51,22 @@ def test_what_is_left_of_a_contraction_or_a_possessive_matches_nothing_by_itself
     assert (kids.key, kids.matched_terms) == ("kids", ("kid",))
 
 
+def test_a_short_word_or_a_typos_variant_is_named_matched_only_where_it_is_a_whole_word(owner):
+    _put(owner, "support", "call Whitfield for email or wifi trouble")
+    _put(owner, "meals", "a plan for the meals of the week")
+    _put(owner, "trip", "planning a trip to Rome")
+    # "e" and "plan" (what "plam" most likely meant) match whole words only: "email" holds no "e" as the search
+    # reads it, "planning" no "plan".
+    [support] = selectors.entry_find(owner=owner, uid="alice", query_text="e-mail")
+    # ("email", one edit from "mail", which no entry holds whole, is the user's own word and is held whole.)
+    assert (support.key, support.matched_terms) == ("support", ("mail", "email"))
+    found = {
+        entry.key: entry.matched_terms
+        for entry in selectors.entry_find(owner=owner, uid="alice", query_text="plam rome")
+    }
+    assert found == {"meals": ("plan",), "trip": ("rome",)}
+
+
 @pytest.mark.parametrize(
     "words",
     [
