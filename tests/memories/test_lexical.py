@@ -4,6 +4,7 @@ Every test here runs on SQLite and, with DATABASE_URL set, on PostgreSQL: the fo
 matching rule are the same on both.
 """
 
+import importlib
 from datetime import timedelta
 
 import pytest
@@ -146,7 +147,38 @@ def test_case_and_accents_fold_the_same_way_on_every_database(owner, query_text)
 
 
 def test_folding_strips_accents_and_case_of_every_script():
-    assert search.query_parse("Ærøskøbing ÉTÉ İstanbul straße").words == ("ærøskøbing", "ete", "istanbul", "strasse")
+    assert search.query_parse("Ærøskøbing ÉTÉ İstanbul straße").words == ("aeroskobing", "ete", "istanbul", "strasse")
+
+
+def test_letters_that_hold_their_accent_are_found_by_their_base_letters(owner):
+    _put(owner, "grandmother", "born in Łódź, later lived in Wrocław")
+    _put(owner, "friend", "Søren from Tromsø")
+    _put(owner, "band", "listens to Ænigma")
+    _put(owner, "city", "visited Lodz in May")
+    assert sorted(_found_keys(owner, "Lodz")) == ["city", "grandmother"]
+    assert sorted(_found_keys(owner, "ŁÓDŹ")) == ["city", "grandmother"]
+    assert _found_keys(owner, "wroclaw") == ["grandmother"]
+    assert _found_keys(owner, "soren tromso") == ["friend"]
+    assert _found_keys(owner, "aenigma") == ["band"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_folds_again_the_entries_folded_before_and_no_other(owner):
+    migration = importlib.import_module("memories.migrations.0025_fold_letters_without_marks")
+    _put(owner, "grandmother", "born in Łódź")
+    _put(owner, "drink", "Un CAFÉ au lait")
+    # As the fold before 0025 left them: "ł" kept.
+    MemoryEntry.objects.filter(key="grandmother").update(value_folded="born in łodz")
+    # An entry holding none of those letters is neither read nor written: what its columns hold stays.
+    MemoryEntry.objects.filter(key="drink").update(value_folded="left as it was")
+    assert _found_keys(owner, "lodz") == []
+
+    with connection.schema_editor() as editor:
+        migration.fold_again(None, editor)
+
+    assert _found_keys(owner, "lodz") == ["grandmother"]
+    assert MemoryEntry.objects.get(key="grandmother").value_folded == "born in lodz"
+    assert MemoryEntry.objects.get(key="drink").value_folded == "left as it was"
 
 
 @pytest.mark.slow
