@@ -14,7 +14,7 @@ BATCH = 1000
 
 
 def _letters() -> list[str]:
-    """Each letter BASE_LETTERS names, in both cases (the key and value are stored as written), but ASCII ("ı" is
+    """Each letter BASE_LETTERS names, in both cases (the key and value are stored as written), but ASCII (dotless i is
     "I" in upper case, which folds as it did)."""
     return sorted({case for letter in BASE_LETTERS for case in (letter, letter.upper()) if not case.isascii()})
 
