@@ -8,7 +8,8 @@ The rule that decides which entries match (never anything of another account or 
   or any phrase as a substring (so "vim" finds "neovim"), holds a shorter word as a whole word, or
   holds the whole query as a substring (so every entry today's substring scan finds is still found).
 
-Typos: a query word of TYPO_MIN_LENGTH letters or more that no entry of the user holds whole is also
+Typos: a query word of TYPO_MIN_LENGTH letters or more that no entry of the user holds whole, and that is no
+word of the language as written (memories.search.dictionary: "play" is one, "wich" is not), is also
 sought one edit away; the words one edit away that the user's own entries hold whole (kept in memory:
 memories.search.vocabulary) become terms of the query (LexicalQuery.variants), matched and ranked like
 its words.
@@ -50,6 +51,7 @@ from memories.filters import EntryFilter, filter_with_kind
 from memories.folding import fold
 from memories.models import MemoryEntry
 from memories.rows import entries_from_rows, entry_columns, entry_shown_values, shown_columns, shown_values
+from memories.search.dictionary import known_words
 from memories.search.marks import POSTGRES_MARK_EXPRESSION, Mark, postgres_mark
 from memories.search.vocabulary import user_words, user_words_kept, user_words_unchanged
 
@@ -158,7 +160,8 @@ class LexicalQuery:
 
     @property
     def typo_candidates(self) -> tuple[str, ...]:
-        """The words that may be misspelt: letters only, at least TYPO_MIN_LENGTH of them."""
+        """The words that may be misspelt, or written in another form than the entries': letters only, at least
+        TYPO_MIN_LENGTH of them."""
         return tuple(word for word in self.words if len(word) >= TYPO_MIN_LENGTH and word.isalpha())
 
     @property
@@ -557,9 +560,18 @@ def _held_whole(word: str, candidate_texts: list[tuple[str, str]]) -> bool:
 
 
 def _variants_among(query: LexicalQuery, absent: list[str], words: frozenset[str] | set[str]) -> tuple[str, ...]:
-    """The words one edit away from the absent ones (but the query's own words) that words holds, in order."""
-    variants = frozenset().union(*(word_variants(word) for word in absent)) - set(query.words)
-    return tuple(sorted(variants & words))[:QUERY_MAX_VARIANTS]
+    """The words one edit away from the absent ones (but the query's own words) that words holds, in order. An
+    absent word of the language as it is written (memories.search.dictionary: "play", "tennis") is no typo: only
+    its singular is sought ("editors" finds "editor"), so "play" does not find "plan" or "pay" (a longer form,
+    "plays", holds it as a substring and is found as one)."""
+    known = known_words()
+    variants = frozenset().union(*(word_variants(word) if word not in known else _singular(word) for word in absent))
+    return tuple(sorted(variants - set(query.words) & words))[:QUERY_MAX_VARIANTS]
+
+
+def _singular(word: str) -> frozenset[str]:
+    """The word without its plural's s ("editors": "editor"), if it has one."""
+    return frozenset({word[:-1]} - STOP_WORDS) if word.endswith("s") and not word.endswith("ss") else frozenset()
 
 
 def typo_variants_find(
