@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memories.validation import UNSTORABLE_CHARACTERS, InvalidField
+from memoryhub.numbers import plain_whole_number
 
 # /2 added the reason "nearest" and its header wording (/1 called every memory the query ranked first relevant).
 CONTEXT_FORMAT = "memoryhub-context/2"
@@ -112,7 +113,7 @@ class ContextBlock:
 def check_budget(budget: object) -> int:
     """The budget as a whole number of characters within the limits, else InvalidField naming them."""
     limits = f"a whole number of characters from {CONTEXT_MIN_BUDGET} to {CONTEXT_MAX_BUDGET}"
-    if isinstance(budget, str) and budget.isascii() and budget.strip().isdigit():
+    if isinstance(budget, str) and plain_whole_number(budget.strip()) is not None:
         budget = int(budget)
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise InvalidField("budget", f"must be {limits}; got {str(budget)[:40]!r}.")

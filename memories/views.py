@@ -40,6 +40,7 @@ from memories.forms import EntryChangeForm, EntryCreateForm, format_expires, for
 from memories.guard import guard_hides_characters, guard_reasons
 from memories.models import HeldWrite, MemoryEntry, MemoryEvent
 from memories.validation import MAX_ROW_OFFSET, InvalidField
+from memoryhub.numbers import plain_whole_number
 
 # The sort orders a user's memories table offers; each ends on a unique column so pages are stable.
 ENTRY_SORTS = {
@@ -509,7 +510,7 @@ def entry_delete(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         # The version the confirmation showed: a memory changed since is not deleted unseen.
         shown = request.POST.get("version", "")
-        expected_version = int(shown) if shown.isascii() and shown.isdigit() else None
+        expected_version = plain_whole_number(shown)
         if expected_version is None:
             return HttpResponseBadRequest("The delete form needs the version it showed; reload the page.")
         try:
@@ -591,19 +592,20 @@ def held_write_decide(request: HttpRequest) -> HttpResponse:
     """Staff approve (the write is applied, as them) or reject (nothing is stored) one held write."""
     if not request.user.is_staff:
         return render(request, "403.html", status=403)
-    held_id, decision = _required(request, "id"), request.POST.get("decision", "")
-    if not held_id.isdigit() or decision not in ("approve", "reject"):
+    held_id_text, decision = _required(request, "id"), request.POST.get("decision", "")
+    held_id = plain_whole_number(held_id_text)
+    if held_id is None or decision not in ("approve", "reject"):
         return HttpResponseBadRequest("id must be a held write's number and decision approve or reject.")
     decider = accounts.request_account(request)
     try:
         if decision == "approve":
-            result = services.held_write_approve(held_id=int(held_id), decider=decider)
+            result = services.held_write_approve(held_id=held_id, decider=decider)
             messages.success(
                 request,
                 format_html("Approved: <bdi>{}</bdi> for <bdi>{}</bdi> is stored.", result.entry.key, result.entry.uid),
             )
         else:
-            held = services.held_write_reject(held_id=int(held_id), decider=decider)
+            held = services.held_write_reject(held_id=held_id, decider=decider)
             messages.success(
                 request, format_html("Rejected: <bdi>{}</bdi> for <bdi>{}</bdi> was not stored.", held.key, held.uid)
             )

@@ -13,6 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 from whitenoise.middleware import WhiteNoiseMiddleware
 
+from memoryhub.numbers import plain_whole_number
+
 
 class HealthCheckMiddleware:
     """Answers GET /healthz ahead of the host check and the HTTPS redirect.
@@ -54,7 +56,9 @@ class RequestBodyLimitMiddleware:
         declared = request.META.get("CONTENT_LENGTH") or "0"
         if not declared.isascii() or not declared.isdigit():
             return JsonResponse({"detail": "Content-Length must be a whole number of bytes."}, status=400)
-        size = int(declared)
+        # More digits than any size has: over the limit.
+        size = plain_whole_number(declared)
+        size = limit + 1 if size is None else size
         chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
         body = getattr(request, "_stream", None)
         if hasattr(request, "scope") and body is not None and hasattr(body, "seek"):
@@ -232,7 +236,9 @@ def asgi_body_limit(app: ASGIApp) -> ASGIApp:
         # A body declared over the limit is refused before any of it is read (the client would otherwise be
         # answered only once it had sent the limit's worth, or never, had it sent less than it declared).
         declared = [value for name, value in scope.get("headers", []) if name.lower() == b"content-length"]
-        if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
+        length = declared[0].strip() if declared else b""
+        declared_size = plain_whole_number(length.decode()) if length.isdigit() else 0
+        if declared_size is None or declared_size > limit:  # None: more digits than any size has
             await refuse()
             return
         messages: list[Message] = []

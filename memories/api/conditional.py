@@ -22,9 +22,11 @@ from memories.accounts import request_account
 from memories.models import MemoryEntry
 from memories.services import ABSENT_VERSION
 from memoryhub.api import PreconditionFailed
+from memoryhub.numbers import MAX_DIGITS
 
 # The one spelling of an entry's ETag: a version (1 or more) in quotes, with no leading zero.
-VERSION_TAG = re.compile(r'"[1-9][0-9]*"')
+# At most MAX_DIGITS digits: a version is no longer (a tag of thousands of digits is no version, as "abc" is none).
+VERSION_TAG = re.compile(rf'"[1-9][0-9]{{0,{MAX_DIGITS - 1}}}"')
 
 IF_MATCH_PARAMETER = OpenApiParameter(
     "If-Match",

@@ -63,6 +63,7 @@ from memories.tool import TOOL_SCHEMA, run_tool
 from memories.validation import FALSE_WORDS, TRUE_WORDS, InvalidField, check_flag, check_key, check_uid
 from memories.work import work_status
 from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination, PreconditionFailed
+from memoryhub.numbers import plain_whole_number
 
 UID_PARAMETER = OpenApiParameter("uid", str, OpenApiParameter.PATH, description="The person the memories are about.")
 KEY_PARAMETER = OpenApiParameter("key", str, OpenApiParameter.PATH, description="The memory's key.")
@@ -630,7 +631,8 @@ class HeldWriteViewSet(HubViewSet):
         responses=HeldWriteSerializer,
     )
     def retrieve(self, request: Request, pk: str) -> Response:
-        held = selectors.held_write_get(owner=request_account(request), held_id=int(pk))
+        held_id = plain_whole_number(pk)
+        held = None if held_id is None else selectors.held_write_get(owner=request_account(request), held_id=held_id)
         if held is None:
             raise Http404
         return Response(HeldWriteSerializer(held).data)

@@ -1,0 +1,71 @@
+"""A number of thousands of digits, where the hub reads a whole number (a page, a version, a held write's number, a
+budget, a length), is text that is no such number: a 400, 404, 412 or 413 as for any other, never a 500 (past
+4,300 digits Python's int() raises)."""
+
+import pytest
+
+from memories import services
+
+HUGE = "9" * 5000
+ENTRY = "/api/v1/users/alice/memories/drink"
+
+
+@pytest.fixture
+def stored(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="drink", value="tea")
+    return owner_api
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/api/v1/users/alice/memories/?page={HUGE}",
+        f"/api/v1/users/alice/memories/?page_size={HUGE}",
+        f"/api/v1/users/alice/memories/?q=tea&page={HUGE}",
+        f"/api/v1/users/?page={HUGE}",
+        f"/api/v1/held/?page={HUGE}",
+        f"{ENTRY}/history?page={HUGE}",
+        f"/api/v1/users/alice/context?budget={HUGE}",
+    ],
+)
+def test_a_huge_number_in_a_query_is_a_400_naming_it(stored, path):
+    response = stored.get(path)
+    assert response.status_code == 400, response.content[:200]
+    assert response.json()
+
+
+def test_a_huge_held_write_number_is_one_never_used(stored):
+    assert stored.get(f"/api/v1/held/{HUGE}").status_code == 404
+
+
+@pytest.mark.parametrize("header", [f'"{HUGE}"', f'"2", "{HUGE}"'])
+def test_a_huge_version_in_if_match_matches_nothing(stored, header):
+    for response in (
+        stored.put(ENTRY, {"value": "coffee"}, format="json", HTTP_IF_MATCH=header),
+        stored.delete(ENTRY, HTTP_IF_MATCH=header),
+    ):
+        assert response.status_code == 412, response.content[:200]
+    assert stored.get(ENTRY).json()["value"] == "tea"
+
+
+def test_a_huge_version_in_if_none_match_is_never_the_entrys(stored):
+    response = stored.put(ENTRY, {"value": "coffee"}, format="json", HTTP_IF_NONE_MATCH=f'"{HUGE}"')
+    assert response.status_code == 200
+    assert response.json()["version"] == 2
+
+
+def test_a_huge_declared_length_is_over_the_limit(stored):
+    response = stored.generic("PUT", ENTRY, b'{"value": "coffee"}', "application/json", CONTENT_LENGTH=HUGE)
+    assert response.status_code == 413
+
+
+@pytest.mark.parametrize("held_id", [HUGE, "\N{SUPERSCRIPT TWO}"])
+def test_the_dashboard_refuses_a_held_write_number_that_is_no_number(staff_client, held_id):
+    response = staff_client.post(f"/held/decide/?id={held_id}", {"decision": "approve"})
+    assert response.status_code == 400
+
+
+def test_the_dashboard_refuses_a_delete_of_a_huge_version(owner, owner_client):
+    services.entry_put(owner=owner, uid="alice", key="drink", value="tea")
+    response = owner_client.post("/memory/delete/?uid=alice&key=drink", {"version": HUGE})
+    assert response.status_code == 400
