@@ -49,7 +49,7 @@ from django.utils import timezone
 from memories.models import DEFAULT_KIND, Privacy
 from memories.services import ImportRecord, RestoreEntry, RestoreEvent
 from memories.services.imports import RestoreHeld, RestorePolicy
-from memories.validation import InvalidField
+from memories.validation import InvalidField, check_moment_in_range
 
 FORMAT_NAME = "memoryhub.memories"
 FORMAT_VERSION = 1
@@ -349,9 +349,10 @@ def _timestamp(entry: dict[str, Any], name: str) -> datetime | None:
     if not isinstance(raw, str):
         raise InvalidField(name, "must be an ISO 8601 date and time with a time zone.")
     try:
-        return datetime.fromisoformat(raw)
+        moment = datetime.fromisoformat(raw)
     except ValueError:
         raise InvalidField(name, "must be an ISO 8601 date and time with a time zone.") from None
+    return check_moment_in_range(name, moment)
 
 
 def _json_object(line: bytes) -> dict[str, Any]:
@@ -364,6 +365,9 @@ def _json_object(line: bytes) -> dict[str, Any]:
         content = json.loads(text)
     except json.JSONDecodeError:
         raise InvalidField("line", "is not a JSON object.") from None
+    except (ValueError, RecursionError):
+        # A number of more digits than Python reads (4,300), or arrays or objects nested thousands deep.
+        raise InvalidField("line", "is a JSON object nested too deeply or with a number too long to read.") from None
     if not isinstance(content, dict):
         raise InvalidField("line", "is not a JSON object.")
     return content
@@ -377,10 +381,21 @@ def parse_line(line: bytes) -> tuple[str | None, ImportRecord]:
     return _entry_record(_json_object(line))
 
 
+# What an entry line holds (entry_line writes them; a backup's entry line adds "line"): any other name is a
+# misspelling, which left unread would store the entry otherwise than meant (a misspelt "privacy" shared it).
+ENTRY_LINE_FIELDS = (
+    *("owner", "uid", "key", "value", "kind", "meta", "privacy"),
+    *("created", "updated", "version", "expires"),
+)
+
+
 def _entry_record(entry: dict[str, Any]) -> tuple[str | None, ImportRecord]:
     for required in ("uid", "key", "value"):
         if required not in entry:
             raise InvalidField(required, "is required.")
+    unknown = [name for name in entry if name not in ENTRY_LINE_FIELDS and name != "line"]
+    if unknown:
+        raise InvalidField(str(unknown[0]), f"is no field of an entry line; it takes {', '.join(ENTRY_LINE_FIELDS)}.")
     owner = entry.get("owner")
     if owner is not None and not isinstance(owner, str):
         raise InvalidField("owner", "must be a username.")

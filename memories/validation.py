@@ -8,7 +8,7 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -184,6 +184,18 @@ def check_meta(meta: object) -> dict:
 
 # The longest an entry may be kept before it expires, when it expires at all: ten years.
 EXPIRY_MAX_SECONDS = 10 * 365 * 24 * 60 * 60
+
+
+def check_moment_in_range(name: str, moment: datetime) -> datetime:
+    """moment, when it is a time in UTC from year 1 to 9999 (what Python and both databases hold alike); else
+    InvalidField naming it. "0001-01-01T00:00:00+14:00" is a time of year 0 in UTC, which PostgreSQL would store
+    and no read of it could give back."""
+    try:
+        if moment.tzinfo is not None:
+            moment.astimezone(UTC)
+    except OverflowError:
+        raise InvalidField(name, "is out of range: a time from year 1 to 9999 in UTC.") from None
+    return moment
 
 
 def check_ttl(ttl: object) -> int:

@@ -39,10 +39,12 @@ from memories.services.entries import (
 from memories.services.guarding import HeldExpiry, guard_decide, held_write_new
 from memories.services.locks import users_lock
 from memories.validation import (
+    EXPIRY_MAX_SECONDS,
     InvalidField,
     check_key,
     check_kind,
     check_meta,
+    check_moment_in_range,
     check_privacy,
     check_ttl,
     check_uid,
@@ -117,6 +119,11 @@ def _check_import_record(record: ImportRecord, *, now: datetime) -> None:
         moment = getattr(record, name)
         if moment is not None and (not isinstance(moment, datetime) or timezone.is_naive(moment)):
             raise InvalidField(name, "must be a date and time with a time zone (ISO 8601).")
+        if moment is not None:
+            check_moment_in_range(name, moment)
+    if record.expires is not None and record.expires > now + timedelta(seconds=EXPIRY_MAX_SECONDS):
+        # As a write's: a backup's expiry is never further ahead (one already passed stays passed).
+        raise InvalidField("expires", f"must be at most {EXPIRY_MAX_SECONDS} seconds ahead.")
     for name in ("created", "updated"):
         moment = getattr(record, name)
         if moment is not None and moment > now + IMPORT_CLOCK_SKEW:

@@ -124,3 +124,35 @@ def test_a_version_that_leaves_no_room_to_change_is_refused(owner, tmp_path, cap
     assert services.entry_put(owner=owner, uid="alice", key="room", value="w").entry.version == (
         services.IMPORT_MAX_VERSION + 1
     )
+
+
+def test_lines_the_hub_could_not_read_back_are_refused_by_line_and_field(owner, tmp_path, capsys):
+    valid = {"owner": "owner", "uid": "alice", "key": "ok", "value": "fine"}
+    years_ahead = (timezone.now() + timedelta(days=11 * 365)).isoformat()
+    lines = [
+        valid,
+        # A time of year 0 in UTC: PostgreSQL would store it, and no read, delete, erasure or export could give it back.
+        {**valid, "key": "early", "created": "0001-01-01T00:00:00+14:00", "updated": "0001-01-01T00:00:00+14:00"},
+        {**valid, "key": "late", "expires": "9999-12-31T23:00:00-05:00"},
+        {**valid, "key": "far", "expires": years_ahead},
+        # A misspelt field would be left unread: "privcy" would store the memory shared.
+        {**valid, "key": "misspelt", "privcy": "local"},
+    ]
+    start = b'{"owner": "owner", "uid": "alice", "value": "v", '
+    body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    body += start + b'"key": "deep", "meta": ' + b"[" * 30000 + b"]" * 30000 + b"}\n"
+    body += start + b'"key": "long", "meta": {"n": ' + b"9" * 5000 + b"}}\n"
+    header = {"format": "memoryhub.memories", "format_version": 1, "count": len(lines) + 2}
+    header["sha256"] = hashlib.sha256(body).hexdigest()
+    source = tmp_path / "hostile.jsonl"
+    source.write_bytes(json.dumps(header).encode() + b"\n" + body)
+    with pytest.raises(CommandError, match="6 entries were refused"):
+        call_command("import_memories", str(source), "--quiet")
+    out = capsys.readouterr().out
+    assert "line 3: created: is out of range" in out
+    assert "line 4: expires: is out of range" in out
+    assert "line 5: expires: must be at most 315360000 seconds ahead" in out
+    assert "line 6: privcy: is no field of an entry line" in out
+    assert "line 7: line: is a JSON object nested too deeply or with a number too long to read" in out
+    assert "line 8: line: is a JSON object nested too deeply or with a number too long to read" in out
+    assert [entry.key for entry in selectors.entry_list(owner=owner, uid="alice")] == ["ok"]

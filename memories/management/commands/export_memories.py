@@ -25,8 +25,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--with-history",
             action="store_true",
-            help="A full backup: the account policies, every entry and every history event (format version 2); "
-            "not the writes the guard held.",
+            help="A full backup: the account policies, the writes the guard held (pending or decided), every entry "
+            "and every history event (format version 2).",
         )
         parser.add_argument(
             "--include-expired",
