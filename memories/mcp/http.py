@@ -36,10 +36,11 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memories.mcp.stdio import INVALID_REQUEST, named_id
+from memories.mcp.stdio import INVALID_REQUEST, NO_VALID_ID, named_id, names_no_valid_id
 from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
 from memoryhub.api import TokenRateThrottle
 from memoryhub.authentication import token_read
+from memoryhub.numbers import plain_whole_number
 
 MCP_PATHS = ("/mcp", "/mcp/")
 AUTH_SCHEMES = ("bearer", "token")
@@ -108,7 +109,11 @@ def admit(token_key: str, client_address: str) -> Admission:
 
 
 async def _answer(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode()
+    await _answer_json(send, status, {"detail": detail}, headers)
+
+
+async def _answer_json(send: Send, status: int, data: object, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps(data).encode()
     await send(
         {
             "type": "http.response.start",
@@ -190,12 +195,9 @@ class MCPApplication:
         if not declared.isascii() or not declared.isdigit():
             await _answer(send, 400, "Content-Length must be a whole number of bytes.")
             return
-        if int(declared) > limit:
-            await _answer(
-                send,
-                413,
-                f"The request body is {int(declared)} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES).",
-            )
+        size = plain_whole_number(declared)
+        if size is None or size > limit:
+            await _answer(send, 413, _too_large(declared, limit))
             return
         scheme, _, token_key = headers.get("authorization", "").strip().partition(" ")
         if scheme.lower() not in AUTH_SCHEMES or not token_key.strip():
@@ -228,15 +230,44 @@ class MCPApplication:
             # Served without the ASGI lifespan protocol: start the transport's task group on first use.
             await self.start()
         scope = {**scope, "path": "/mcp", ACCOUNT_SCOPE_KEY: admission.account}
+        # The whole body first (as the SDK reads it), to answer what the SDK would not.
+        read: list[Message] = []
         body = bytearray()
+        while True:
+            message = await receive()
+            read.append(message)
+            if message["type"] != "http.request":
+                break
+            body.extend(message.get("body", b""))
+            if len(body) > limit:
+                await _answer(send, 413, _too_large(f"over {limit}", limit))
+                return
+            if not message.get("more_body", False):
+                break
+        if body and _names_no_valid_id(bytes(body)):
+            # The SDK takes a message whose id is 1.5 or true for a notification: nothing done, nothing said.
+            await _answer_json(
+                send, 400, {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NO_VALID_ID}}
+            )
+            return
 
         async def receiving() -> Message:
-            message = await receive()
-            if message["type"] == "http.request":
-                body.extend(message.get("body", b""))
-            return message
+            return read.pop(0) if read else await receive()
 
         await self.manager.handle_request(scope, receiving, _plain_validation_errors(send, body))
+
+
+def _too_large(declared: str, limit: int) -> str:
+    return f"The request body is {declared} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."
+
+
+def _names_no_valid_id(body: bytes) -> bool:
+    if b'"id"' not in body:
+        return False
+    try:
+        return names_no_valid_id(json.loads(body))
+    except (ValueError, RecursionError):
+        return False  # the SDK answers it: a parse error
 
 
 # What answers a body that is no JSON-RPC message, in place of the SDK's own validation error (pydantic's report of
@@ -251,7 +282,7 @@ def _named_id(request: bytes) -> str | int | None:
     """The id a request's body names (as stdio answers with it), or None."""
     try:
         return named_id(json.loads(request))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -208,7 +208,7 @@ class Session:
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return message if isinstance(message, dict) else None
 
@@ -217,6 +217,18 @@ def named_id(message: object) -> str | int | None:
     """The id a JSON-RPC message names, as an error answering it carries it: a string or a number, else None."""
     named = message.get("id") if isinstance(message, dict) else None
     return named if isinstance(named, str | int) and not isinstance(named, bool) else None
+
+
+def names_no_valid_id(message: object) -> bool:
+    """Whether message holds an id that is no string or whole number (1.5, true, null, an object): the SDK would
+    take it for a notification, carry nothing out and answer nothing."""
+    return isinstance(message, dict) and "id" in message and named_id(message) is None
+
+
+# What answers a line or body that holds an id the protocol does not take.
+NO_VALID_ID = "Invalid request: id must be a string or a whole number."
+# What answers a line or body that is no JSON the server reads.
+NOT_JSON = "Parse error: not JSON the server reads (invalid, nested too deeply, or a number of over 4,300 digits)."
 
 
 def _refusal(line: bytes) -> dict[str, Any] | None:
@@ -228,17 +240,19 @@ def _refusal(line: bytes) -> dict[str, Any] | None:
     try:
         mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except pydantic.ValidationError:
-        pass
+        taken = False
     else:
-        return None
+        taken = True
+        if b'"id"' not in line:
+            return None
     try:
         message = json.loads(line)
-    except ValueError:
-        return {
-            "jsonrpc": "2.0",
-            "id": None,
-            "error": {"code": PARSE_ERROR, "message": "Parse error: the line is not JSON."},
-        }
+    except (ValueError, RecursionError):
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": NOT_JSON}}
+    if names_no_valid_id(message):
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NO_VALID_ID}}
+    if taken:
+        return None
     return {
         "jsonrpc": "2.0",
         "id": named_id(message),

@@ -2,9 +2,12 @@
 budget, a length), is text that is no such number: a 400, 404, 412 or 413 as for any other, never a 500 (past
 4,300 digits Python's int() raises)."""
 
+import asyncio
+
 import pytest
 
 from memories import services
+from memories.mcp.http import MCPApplication
 
 HUGE = "9" * 5000
 ENTRY = "/api/v1/users/alice/memories/drink"
@@ -69,3 +72,25 @@ def test_the_dashboard_refuses_a_delete_of_a_huge_version(owner, owner_client):
     services.entry_put(owner=owner, uid="alice", key="drink", value="tea")
     response = owner_client.post("/memory/delete/?uid=alice&key=drink", {"version": HUGE})
     assert response.status_code == 400
+
+
+def test_mcp_takes_a_length_of_thousands_of_digits_for_one_over_the_limit(settings):
+    settings.ALLOWED_HOSTS = ["testserver"]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(b"host", b"testserver"), (b"content-length", HUGE.encode())],
+    }
+    asyncio.run(MCPApplication()(scope, receive, send))
+
+    assert sent[0]["status"] == 413
+    assert b"MEMORYHUB_MAX_BODY_BYTES" in sent[1]["body"]

@@ -333,6 +333,38 @@ def test_a_body_that_is_no_json_rpc_message_is_answered_in_one_sentence(hub, bod
     assert status == 400
 
 
+@pytest.mark.parametrize("named", [1.5, True, None, {"a": 1}, [1]])
+def test_a_request_naming_no_valid_id_is_refused_and_not_carried_out(hub, named):
+    # The SDK took it for a notification: a 202, nothing done and nothing said.
+    running, tokens = hub
+    arguments = {"uid": "ids", "key": "k", "value": "tea"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": named,
+        "method": "tools/call",
+        "params": {"name": "remember", "arguments": arguments},
+    }
+
+    status, _, answer = _post(running, json.dumps(body).encode(), _bearer(tokens["owner"]))
+
+    assert status == 400
+    assert json.loads(answer) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Invalid request: id must be a string or a whole number."},
+    }
+    assert call(running.port, "GET", "/api/v1/users/ids/memories/k", tokens["owner"])[0] == 404
+
+
+def test_a_body_nested_too_deeply_is_a_parse_error(hub):
+    running, tokens = hub
+    deep = b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"x": ' + b"[" * 1500 + b"]" * 1500 + b"}}"
+
+    status, _, answer = _post(running, deep, _bearer(tokens["owner"]))
+
+    assert status == 400 and json.loads(answer)["error"]["code"] == -32700
+
+
 def test_the_rate_limit_is_the_tokens_own_shared_with_the_rest_api(hub):
     running, tokens = hub
     # The limit's windows end on the minute: the burst starts early in one, so it is counted in one.

@@ -14,6 +14,7 @@ import pytest
 from mcp import ClientSession, stdio_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from memories.mcp import stdio
 from memories.mcp.stdio import KEPT_ANSWERS_FILE
 from tests.memories.mcp_hub import stdio_parameters, stdio_session
 from tests.support.hub_process import PROJECT, HubDatabase, create_token, hub_database, hub_environment
@@ -176,7 +177,7 @@ def test_a_line_that_is_no_json_rpc_message_is_answered_with_its_error_and_the_s
     invalid = {"code": -32600, "message": "Invalid request: the line is not a JSON-RPC 2.0 message."}
     # Each in the order asked; the blank line is skipped, as a JSON-RPC stream's separator.
     assert answers == [
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: the line is not JSON."}},
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": stdio.NOT_JSON}},
         {"jsonrpc": "2.0", "id": None, "error": invalid},
         {"jsonrpc": "2.0", "id": None, "error": invalid},
         {"jsonrpc": "2.0", "id": 8, "error": invalid},
@@ -266,3 +267,35 @@ def test_answers_kept_ahead_of_the_first_start_are_the_ones_the_sdk_gives(databa
     again = subprocess.run([*keep, "-v", "1"], cwd=PROJECT, env=ahead, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert again.stdout == f"The answers kept in {kept_path} are up to date.\n"
+
+
+def test_a_line_nested_too_deeply_or_naming_no_valid_id_is_answered_and_the_session_goes_on(environment, database):
+    def remember(key: str) -> dict[str, Any]:
+        return {"name": "remember", "arguments": {"uid": "nesting", "key": key, "value": "tea"}}
+
+    deep = {"name": "remember", "arguments": {"uid": "nesting", "key": "deep", "value": "v", "meta": "NESTED"}}
+    deep_line = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": deep})
+    deep_line = deep_line.replace('"NESTED"', "[" * 30000 + "]" * 30000)
+    completed = _piped(
+        environment,
+        [
+            *PIPED_START,
+            deep_line,
+            {"jsonrpc": "2.0", "id": 1.5, "method": "tools/call", "params": remember("fraction")},
+            {"jsonrpc": "2.0", "id": True, "method": "tools/call", "params": remember("boolean")},
+            {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": remember("kept")},
+        ],
+    )
+    answers = [json.loads(line) for line in completed.stdout.splitlines()]
+    no_id = {"code": -32600, "message": "Invalid request: id must be a string or a whole number."}
+    # Each refused line answered in its order, with id null (the SDK's answers may come before or after them).
+    refused = [answer for answer in answers if "error" in answer]
+    assert refused == [
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": stdio.NOT_JSON}},
+        {"jsonrpc": "2.0", "id": None, "error": no_id},
+        {"jsonrpc": "2.0", "id": None, "error": no_id},
+    ]
+    [kept] = [answer for answer in answers if answer.get("id") == 7]
+    assert kept["result"]["structuredContent"]["status"] == "created"
+    assert completed.returncode == 0
+    assert database.rows("SELECT key FROM memories_memoryentry WHERE uid = 'nesting'") == [("kept",)]
