@@ -5,6 +5,7 @@ budget, a length), is text that is no such number: a 400, 404, 412 or 413 as for
 import asyncio
 
 import pytest
+from starlette.types import Message
 
 from memories import services
 from memories.mcp.http import MCPApplication
@@ -76,12 +77,12 @@ def test_the_dashboard_refuses_a_delete_of_a_huge_version(owner, owner_client):
 
 def test_mcp_takes_a_length_of_thousands_of_digits_for_one_over_the_limit(settings):
     settings.ALLOWED_HOSTS = ["testserver"]
-    sent: list[dict] = []
+    sent: list[Message] = []
 
-    async def receive() -> dict:
+    async def receive() -> Message:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     scope = {
