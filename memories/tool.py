@@ -85,6 +85,11 @@ def _storable(text: str) -> bool:
     return True
 
 
+def _shown(name: object) -> str:
+    """A name as given, a lone surrogate written as its escape (a reply is UTF-8)."""
+    return str(name).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _error(message: str) -> Reply:
     return {"ok": False, "error": message}
 
@@ -195,8 +200,12 @@ def run_tool(*, account: User, arguments: dict[str, Any]) -> Reply:
         return _error(f"action required: one of {', '.join(tool_actions())}")
     handler = tool_actions().get(action) if isinstance(action, str) else None
     if handler is None:
-        # The name as given, a lone surrogate written as its escape (a reply is UTF-8).
-        return _error(f"unknown: {str(action).encode('utf-8', 'backslashreplace').decode('utf-8')}")
+        return _error(f"unknown: {_shown(action)}")
+    taken = TOOL_SCHEMA["parameters"]["properties"]
+    unknown = [name for name in arguments if name not in taken]
+    if unknown:
+        # Left unread, a misspelt "privacy" would share the memory, an "expected_version" overwrite a newer one.
+        return _error(f"{_shown(unknown[0])}: is no argument of memory_backend; it takes {', '.join(taken)}.")
     uid = arguments.get("uid", "default")
     try:
         check_uid(uid)

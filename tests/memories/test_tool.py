@@ -239,3 +239,25 @@ def test_the_actions_come_from_the_settings(owner_api, settings):
 def echo_action(account, uid, args):
     """An action a settings file could add: its uid, checked as every action's is."""
     return {"ok": True, "uid": uid}
+
+
+@pytest.mark.parametrize(
+    ("argument", "given"),
+    [("expected_version", 99), ("privcy", "local"), ("expires", "2030-01-01T00:00:00Z")],
+)
+def test_an_argument_the_tool_does_not_take_is_refused_by_name_and_nothing_changes(owner, owner_api, argument, given):
+    call(owner_api, action="store", uid="alice", key="drink", value="tea")
+
+    reply = call(owner_api, action="store", uid="alice", key="drink", value="coffee", **{argument: given})
+
+    assert reply["ok"] is False
+    assert reply["error"].startswith(f"{argument}: is no argument of memory_backend; it takes action, uid, key, value")
+    entry = selectors.entry_get(owner=owner, uid="alice", key="drink")
+    assert (entry.value, entry.version) == ("tea", 1)
+
+
+def test_an_argument_named_with_a_lone_surrogate_is_named_by_its_escape(owner_api):
+    body = '{"action": "store", "key": "k", "value": "v", "\\ud800": 1}'
+    reply = owner_api.generic("POST", TOOL, body, "application/json").json()
+    assert reply == {"ok": False, "error": reply["error"]}
+    assert reply["error"].startswith("\\ud800: is no argument of memory_backend")
