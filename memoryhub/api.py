@@ -25,7 +25,7 @@ from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownM
 from memories.selectors import EntryListing
 from memories.services import BatchRejected, EntryExists, EntryNotFound, VersionConflict
 from memories.validation import MAX_ROW_OFFSET, UNSTORABLE_CHARACTERS, InvalidField
-from memoryhub.numbers import plain_whole_number
+from memoryhub.numbers import MAX_DIGITS, plain_whole_number
 from memoryhub.ratelimit import parse_rate, rate_window
 
 if TYPE_CHECKING:
@@ -99,7 +99,10 @@ def _encodable(data: object) -> object:
 def _whole_number_from_1(text: str) -> int | None:
     """The number text spells in plain digits when it is at least 1, else None ("+1", " 1", "1_0", "2.5" are None,
     though int() takes the first three)."""
-    return plain_whole_number(text) or None
+    number = plain_whole_number(text)
+    if number is None and text.isascii() and text.isdigit():
+        return 10**MAX_DIGITS  # more digits than any number has: past every page, over every cap
+    return number or None
 
 
 class MemoryPagination(PageNumberPagination):

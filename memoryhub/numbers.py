@@ -1,9 +1,9 @@
 """Whole numbers read from what a client sent: a page, a version, a held write's number, a budget, a length."""
 
-# More digits than any number the hub reads holds (a 64-bit integer has 19 at most). Past 4,300 digits
+# More digits than any number the hub reads holds (a 64-bit integer has 20 at most). Past 4,300 digits
 # int() raises a ValueError (Python's guard against slow parsing), so a longer string of digits is refused
 # before it is read, as any other text that is no number the hub takes.
-MAX_DIGITS = 18
+MAX_DIGITS = 20
 
 
 def plain_whole_number(text: str) -> int | None:

@@ -96,13 +96,15 @@ def if_match_version(
     key: str,
     current_version: Callable[[], int | None] | None = None,
     absent: str = "The entry does not exist.",
+    writes_entry: bool | None = None,
 ) -> int | None:
     """The version the request's If-Match header asks for; None when it has none.
 
     If-Match holding only weak or malformed tags can never match: that is a 412, as for a stale one (RFC 9110,
     13.1.1), whose message says what was wrong with them.
     Without If-Match, If-None-Match: * asks for ABSENT_VERSION: a PUT creates only, a PATCH or DELETE of an
-    existing entry is a 412 (RFC 9110, 13.1.2: * matches any current entry). * and a list
+    existing entry is a 412 (RFC 9110, 13.1.2: * matches any current entry); writes_entry says so of another method
+    (a POST that stores the entry its body names), where * means nothing by default (a restore's). * and a list
     of several tags are matched against current_version() (the entry's version by default; a
     restore passes the version the entry was deleted at); absent is the 412's message when that is None.
     """
@@ -115,7 +117,9 @@ def if_match_version(
 
     if header is None:
         none_match = request.headers.get("If-None-Match", "").strip()
-        if request.method in ("PUT", "PATCH", "DELETE") and none_match == "*":
+        if none_match == "*" and (
+            request.method in ("PUT", "PATCH", "DELETE") if writes_entry is None else writes_entry
+        ):
             return ABSENT_VERSION
         if request.method in UNSAFE_METHODS and none_match and none_match != "*":
             return _unless_named(request, none_match, current_version)

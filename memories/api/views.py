@@ -280,12 +280,14 @@ class UserViewSet(HubViewSet):
         return response
 
 
-def _expected_version(request: Request, body: EntryWriteSerializer, *, uid: str, key: str) -> int | None:
+def _expected_version(
+    request: Request, body: EntryWriteSerializer, *, uid: str, key: str, writes_entry: bool | None = None
+) -> int | None:
     """The version a write asks the entry to be at: If-Match's (or If-None-Match's), or the body's
     expected_version (taken out of the body's fields). Both given, the headers' holds (else their 412) and the
     body's must be the same version: the entry is at the one the headers found, so another is a 412 naming it."""
     in_body = body.validated_data.pop("expected_version", None)
-    in_headers = if_match_version(request, uid=uid, key=key)
+    in_headers = if_match_version(request, uid=uid, key=key, writes_entry=writes_entry)
     if in_body is not None and in_headers is not None and in_body != in_headers:
         if in_headers == services.ABSENT_VERSION:
             raise PreconditionFailed(
@@ -362,14 +364,22 @@ class MemoryViewSet(HubViewSet):
     @extend_schema(
         summary="Store a memory (upsert), the key in the body",
         request=EntryCreateSerializer,
-        responses={200: EntrySerializer, 201: EntrySerializer, 202: HELD},
+        parameters=[IF_MATCH_PARAMETER, IF_NONE_MATCH_PARAMETER],
+        responses={200: EntrySerializer, 201: EntrySerializer, 202: HELD, 412: PRECONDITION_FAILED},
     )
     def create(self, request: Request, uid: str) -> Response:
         body = EntryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        # The key in the body: the headers' preconditions hold of it as a PUT's hold of the key in its path.
+        key = body.validated_data["key"]
+        expected_version = _expected_version(request, body, uid=uid, key=key, writes_entry=True)
         try:
             result = services.entry_put(
-                owner=request_account(request), uid=uid, actor=request_account(request), **body.validated_data
+                owner=request_account(request),
+                uid=uid,
+                actor=request_account(request),
+                expected_version=expected_version,
+                **body.validated_data,
             )
         except services.WriteHeld as held:
             return _held_response(request, held.held)

@@ -172,3 +172,17 @@ def test_if_match_and_an_if_none_match_naming_another_version_apply(stored):
     put = stored.put(URL, {"value": "nano"}, format="json", HTTP_IF_MATCH='"2"', HTTP_IF_NONE_MATCH='"1"')
 
     assert put.status_code == 200 and put["ETag"] == '"3"'
+
+
+def test_a_post_to_the_list_honours_the_preconditions_as_a_put_does(stored):
+    listing = "/api/v1/users/alice/memories/"
+    stale = stored.post(listing, {"key": "editor", "value": "nano"}, format="json", HTTP_IF_MATCH='"1"')
+    only_new = stored.post(listing, {"key": "editor", "value": "nano"}, format="json", HTTP_IF_NONE_MATCH="*")
+    for refused in (stale, only_new):
+        assert (refused.status_code, refused.json()) == (412, {"detail": "The entry is at version 2."})
+    assert stored.get(URL).json()["value"] == "emacs"
+
+    current = stored.post(listing, {"key": "editor", "value": "nano"}, format="json", HTTP_IF_MATCH='"2"')
+    created = stored.post(listing, {"key": "shell", "value": "zsh"}, format="json", HTTP_IF_NONE_MATCH="*")
+    assert (current.status_code, current.json()["version"]) == (200, 3)
+    assert (created.status_code, created.json()["version"]) == (201, 1)

@@ -1,6 +1,6 @@
 """A number of thousands of digits, where the hub reads a whole number (a page, a version, a held write's number, a
-budget, a length), is text that is no such number: a 400, 404, 412 or 413 as for any other, never a 500 (past
-4,300 digits Python's int() raises)."""
+budget, a length), is answered as any number past every limit or as text that is no such number (404, 400, 412 or
+413), never with a 500 (past 4,300 digits Python's int() raises)."""
 
 import asyncio
 
@@ -24,18 +24,27 @@ def stored(owner, owner_api):
     "path",
     [
         f"/api/v1/users/alice/memories/?page={HUGE}",
-        f"/api/v1/users/alice/memories/?page_size={HUGE}",
         f"/api/v1/users/alice/memories/?q=tea&page={HUGE}",
         f"/api/v1/users/?page={HUGE}",
         f"/api/v1/held/?page={HUGE}",
         f"{ENTRY}/history?page={HUGE}",
-        f"/api/v1/users/alice/context?budget={HUGE}",
     ],
 )
-def test_a_huge_number_in_a_query_is_a_400_naming_it(stored, path):
+def test_a_page_of_thousands_of_digits_is_past_the_last(stored, path):
     response = stored.get(path)
-    assert response.status_code == 400, response.content[:200]
+    assert response.status_code == 404, response.content[:200]
     assert response.json()
+
+
+def test_a_page_size_of_thousands_of_digits_is_held_to_the_cap(stored):
+    response = stored.get(f"/api/v1/users/alice/memories/?page_size={HUGE}")
+    assert (response.status_code, response.json()["count"]) == (200, 1)
+
+
+def test_a_budget_of_thousands_of_digits_is_a_400_naming_it(stored):
+    response = stored.get(f"/api/v1/users/alice/context?budget={HUGE}")
+    assert response.status_code == 400
+    assert "budget" in response.json()
 
 
 def test_a_huge_held_write_number_is_one_never_used(stored):
