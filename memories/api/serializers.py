@@ -602,12 +602,16 @@ class HeldWriteSerializer(serializers.ModelSerializer):
     class Meta:
         model = HeldWrite
         fields = [
-            "id", "uid", "key", "value", "kind", "meta", "ttl", "expires", "clears_expiry", "expected_version",
-            "guard_flags", "status",
+            "id", "uid", "key", "value", "kind", "meta", "privacy", "ttl", "expires", "clears_expiry",
+            "expected_version", "guard_flags", "status",
             "requested_by", "requested_at", "decided_by", "decided_at", "entry_version",
         ]  # fmt: skip
         read_only_fields = fields
         extra_kwargs = {
+            "privacy": {
+                "help_text": "The privacy the write asked for (null: the memory's own, or the account's default for a "
+                "new one)."
+            },
             "ttl": {
                 "help_text": "The ttl the write asked for: on approval the memory expires this many seconds later."
             },

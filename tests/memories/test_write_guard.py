@@ -476,3 +476,16 @@ def test_a_held_write_that_named_a_version_is_approved_only_while_the_memory_is_
     assert selectors.entry_get(owner=owner, uid="alice", key="note").value == CLEAN + " and honey"
     # A write that named no version is a plain put: approved, it replaces the value as one would.
     assert services.held_write_approve(held_id=unnamed["id"], decider=staff).entry.value == INJECTION + " now"
+
+
+@pytest.mark.django_db
+def test_a_held_write_shows_the_privacy_it_asked_for(owner, owner_api, staff_client):
+    _policy(owner, GuardMode.HOLD)
+    local = owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION, "privacy": "local"}, format="json")
+    unnamed = owner_api.put(f"{BASE}/alice/memories/other", {"value": INJECTION}, format="json")
+
+    assert (local.status_code, local.json()["privacy"]) == (202, "local")
+    assert owner_api.get(f"/api/v1/held/{local.json()['id']}").json()["privacy"] == "local"
+    assert unnamed.json()["privacy"] is None
+    queue = staff_client.get("/held/").content.decode()
+    assert queue.count("privacy: local") == 1
