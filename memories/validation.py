@@ -7,6 +7,7 @@ Each check raises InvalidField, whose message names the field and the limit, so 
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
@@ -155,6 +156,10 @@ def _has_out_of_range_numbers(value: object) -> bool:
         item = stack.pop()
         if isinstance(item, float):
             if not math.isfinite(item):
+                return True
+        elif isinstance(item, int) and not isinstance(item, bool):
+            # A whole number past a double's range: most readers of the JSON would make it infinity.
+            if abs(item) > sys.float_info.max:
                 return True
         elif isinstance(item, dict):
             stack.extend(item.values())

@@ -45,6 +45,9 @@ OUT_OF_RANGE = "must hold only numbers from -1.8e308 to 1.8e308; one is out of r
         ("PUT", b'{"value": "v", "meta": {"n": 1e400}}'),
         ("PUT", b'{"value": "v", "meta": {"deep": [1, {"n": -1e400}]}}'),
         ("PATCH", b'{"meta": {"n": 1E+999}}'),
+        # A whole number past a double's range, as most readers of the JSON would read it: infinity.
+        ("PUT", b'{"value": "v", "meta": {"n": ' + b"9" * 400 + b"}}"),
+        ("PATCH", b'{"meta": {"n": -' + b"9" * 4000 + b"}}"),
     ],
 )
 def test_a_number_in_meta_out_of_range_gets_a_400_naming_meta_and_the_range(owner, owner_api, method, body):
