@@ -424,7 +424,7 @@ def _decide_microseconds(*, repeat: int = 5, number: int = 200) -> float:
 
     def decide_all() -> None:
         for number_in_list, value in enumerate(values):
-            services.guard_decide(owner=owner, key=f"key-{number_in_list}", value=value)
+            services.guard_decide(owner=owner, uid="alice", key=f"key-{number_in_list}", value=value)
 
     best = min(timeit.repeat(decide_all, number=number, repeat=repeat))
     return best / number / len(values) * 1_000_000

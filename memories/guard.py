@@ -2,7 +2,7 @@
 
 A memory ends up in a model's prompt (the context block, recall, the tool's replies), so a stored
 text can try to steer the agent that reads it later ("ignore your instructions and ...") or hide
-what it says from the person who reads it in the dashboard. Every write's key and value pass
+what it says from the person who reads it in the dashboard. Every write's uid, key and value pass
 through `guard_scan` before they are stored (memories.services); what happens to a write that
 matches is the account's policy (`AccountPolicy.guard_mode`: allow, flag or hold).
 
@@ -394,9 +394,10 @@ def guard_scan(text: str) -> tuple[str, ...]:
     )
 
 
-def guard_scan_entry(*, key: str, value: str) -> tuple[str, ...]:
-    """The rules an entry's key or value breaks (both reach the model in the context block), in GUARD_RULES order."""
-    found = set(guard_scan(key)) | set(guard_scan(value))
+def guard_scan_entry(*, uid: str, key: str, value: str) -> tuple[str, ...]:
+    """The rules an entry's uid, key or value breaks (each reaches the model in the context block: the uid in its
+    header), in GUARD_RULES order."""
+    found = set(guard_scan(uid)) | set(guard_scan(key)) | set(guard_scan(value))
     return tuple(rule.name for rule in GUARD_RULES if rule.name in found)
 
 

@@ -151,7 +151,7 @@ def _batch_operation_errors(operation: BatchOperation) -> dict[str, list[str]]:
     return errors
 
 
-def _batch_guard(*, owner: User, operations: list[BatchOperation]) -> list[GuardDecision]:
+def _batch_guard(*, owner: User, uid: str, operations: list[BatchOperation]) -> list[GuardDecision]:
     """The guard's decision for each operation (CLEAN for deletes), the account's policy read at most once."""
     mode: str | None = None
     decisions: list[GuardDecision] = []
@@ -159,11 +159,13 @@ def _batch_guard(*, owner: User, operations: list[BatchOperation]) -> list[Guard
         if operation.op != BatchOp.PUT or operation.value is None:
             decisions.append(CLEAN)
             continue
-        decision = guard_decide(owner=owner, key=operation.key, value=operation.value, mode=mode or GuardMode.FLAG)
+        decision = guard_decide(
+            owner=owner, uid=uid, key=operation.key, value=operation.value, mode=mode or GuardMode.FLAG
+        )
         if decision.matched and mode is None:
             # The first operation that broke a rule: now the policy matters, so read it once.
             mode = account_policy(account=owner).guard_mode
-            decision = guard_decide(owner=owner, key=operation.key, value=operation.value, mode=mode)
+            decision = guard_decide(owner=owner, uid=uid, key=operation.key, value=operation.value, mode=mode)
         decisions.append(decision)
     return decisions
 
@@ -260,7 +262,7 @@ def entries_batch(
     }
     if errors:
         raise BatchRejected(errors)
-    decisions = _batch_guard(owner=owner, operations=operations)
+    decisions = _batch_guard(owner=owner, uid=uid, operations=operations)
     outcomes: list[BatchOutcome] = []
     stale: dict[int, dict[str, list[str]]] = {}
     with transaction.atomic():

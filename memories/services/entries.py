@@ -569,7 +569,9 @@ def entry_put(
         check_privacy(privacy)
     now = timezone.now()
     new_expires = _expiry(expires=expires, ttl=ttl, now=now)
-    decision = guard_decision if guard_decision is not None else guard_decide(owner=owner, key=key, value=value)
+    decision = (
+        guard_decision if guard_decision is not None else guard_decide(owner=owner, uid=uid, key=key, value=value)
+    )
     put = _Put(
         owner=owner,
         uid=uid,
@@ -803,7 +805,7 @@ def entry_update(
     if privacy is not None:
         check_privacy(privacy)
     new_expires = _expiry(expires=expires, ttl=ttl, now=timezone.now())
-    decision = guard_decide(owner=owner, key=key, value=value) if value is not None else None
+    decision = guard_decide(owner=owner, uid=uid, key=key, value=value) if value is not None else None
     held: HeldWrite | None = None
     with transaction.atomic():
         entry = _locked_entry(owner=owner, uid=uid, key=key)
@@ -1039,7 +1041,7 @@ def _restore_in_transaction(
         value = deletion.value_before or ""
         # A restore brings back a value the hub stored before: it is marked as a flag would mark it,
         # never held again (the guard mode decides only whether it is marked).
-        decision = guard_decide(owner=owner, key=key, value=value)
+        decision = guard_decide(owner=owner, uid=uid, key=key, value=value)
         entry = MemoryEntry(
             owner=owner,
             uid=uid,

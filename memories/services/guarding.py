@@ -61,12 +61,12 @@ class WriteHeld(Exception):
         self.held = held
 
 
-def guard_decide(*, owner: User, key: str, value: str, mode: str | None = None) -> GuardDecision:
-    """Scan key and value; for a text that breaks a rule, apply the account's guard mode (or `mode`, when the
+def guard_decide(*, owner: User, uid: str, key: str, value: str, mode: str | None = None) -> GuardDecision:
+    """Scan uid, key and value; for a text that breaks a rule, apply the account's guard mode (or `mode`, when the
     caller read it already). The evaluation's probe account is never guarded (its data is the hub's own)."""
     if not settings.MEMORYHUB_WRITE_GUARD or owner.get_username() == PROBE_USERNAME:
         return CLEAN
-    matched = guard_scan_entry(key=key, value=value)
+    matched = guard_scan_entry(uid=uid, key=key, value=value)
     if not matched:
         return CLEAN
     if mode is None:

@@ -448,11 +448,11 @@ def entries_import(
         except InvalidField as error:
             counts.invalid.append((index, error))
             continue
-        decision = guard_decide(owner=owner, key=record.key, value=record.value, mode=guard_mode)
+        decision = guard_decide(owner=owner, uid=record.uid, key=record.key, value=record.value, mode=guard_mode)
         if decision.matched and guard_mode is None:
             # The first record that broke a rule: read the account's policy once for the whole chunk.
             guard_mode = account_policy(account=owner).guard_mode
-            decision = guard_decide(owner=owner, key=record.key, value=record.value, mode=guard_mode)
+            decision = guard_decide(owner=owner, uid=record.uid, key=record.key, value=record.value, mode=guard_mode)
         if decision.hold:
             held.append(
                 held_write_new(
@@ -961,7 +961,7 @@ class _Restore:
                      as_db_time(record.created), as_db_time(record.updated), record.version, session_id,
                      fold(record.key), fold(record.value),
                      # A backup is restored exactly, never held: the guard only marks what it would flag.
-                     guard_decide(owner=owner, key=record.key, value=record.value).flags,
+                     guard_decide(owner=owner, uid=record.uid, key=record.key, value=record.value).flags,
                      as_db_time(record.expires))
                 )  # fmt: skip
                 # What the sync outbox and the embedding marks read of a restored entry.
