@@ -424,7 +424,8 @@ class EntryWriteSerializer(FieldsCopiedShallow):
         return _run_check(_check_future, expires)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("ttl") is not None and attrs.get("expires") is not None:
+        # expires null (no expiry) with a ttl is as contrary as a time with one.
+        if attrs.get("ttl") is not None and "expires" in attrs:
             raise serializers.ValidationError({"ttl": ["Give ttl or expires, not both."]})
         return attrs
 
@@ -574,7 +575,17 @@ class BatchOperationSerializer(EntryCreateSerializer):
             check_put_has_value(attrs["op"], attrs.get("value"))
         except InvalidField as error:
             raise serializers.ValidationError({error.field: [error.message]}) from None
+        if attrs["op"] == BatchOp.DELETE:
+            # A delete changes nothing of the entry it removes: a value or kind sent with it is a mistake to say.
+            given = [name for name in attrs if name not in DELETE_TAKES]
+            if given:
+                message = f"is no field of a delete; it takes {', '.join(DELETE_TAKES)}."
+                raise serializers.ValidationError({name: [message] for name in given})
         return attrs
+
+
+# What a batch's delete takes.
+DELETE_TAKES = ("op", "key", "expected_version")
 
 
 class BatchSerializer(serializers.Serializer):

@@ -202,3 +202,21 @@ def test_the_service_refuses_an_operation_in_the_apis_own_words(owner, owner_api
         services.entries_batch(owner=owner, uid="alice", operations=[services.BatchOperation(**operation)])
     assert response.status_code == 400
     assert response.json()["operations"] == {"0": rejected.value.errors[0]}
+
+
+def test_a_delete_that_names_a_value_or_kind_is_refused_and_nothing_changes(owner, owner_api):
+    services.entry_put(owner=owner, uid="alice", key="a", value="kept")
+    body = {"operations": [{"op": "delete", "key": "a", "value": "x", "kind": "note"}]}
+
+    response = owner_api.post("/api/v1/users/alice/memories/batch", body, format="json")
+
+    assert response.status_code == 400
+    message = "is no field of a delete; it takes op, key, expected_version."
+    assert response.json() == {"operations": {"0": {"value": [message], "kind": [message]}}}
+    assert selectors.entry_get(owner=owner, uid="alice", key="a").value == "kept"
+    plain = owner_api.post(
+        "/api/v1/users/alice/memories/batch",
+        {"operations": [{"op": "delete", "key": "a", "expected_version": 1}]},
+        format="json",
+    )
+    assert plain.status_code == 200 and plain.json()["results"][0]["status"] == "deleted"

@@ -66,6 +66,7 @@ def test_expires_sets_the_time_and_null_clears_it_while_leaving_both_out_keeps_i
         ({"value": "x", "expires": "2001-01-01T00:00:00Z"}, "expires", "must be in the future"),
         ({"value": "x", "expires": "2999-01-01T00:00:00Z"}, "expires", f"at most {EXPIRY_MAX_SECONDS} seconds ahead"),
         ({"value": "x", "ttl": 5, "expires": "2031-01-01T00:00:00Z"}, "ttl", "Give ttl or expires, not both."),
+        ({"value": "x", "ttl": 5, "expires": None}, "ttl", "Give ttl or expires, not both."),
     ],
 )
 def test_a_bad_ttl_or_expires_is_a_400_naming_the_field_and_limit(owner_api, body, field, says):
