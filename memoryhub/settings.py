@@ -7,6 +7,7 @@ never later. Nothing here makes a network call.
 import hashlib
 import os
 import re
+import zoneinfo
 from pathlib import Path
 
 import dj_database_url
@@ -153,6 +154,11 @@ if DATABASE_URL:
         DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=DB_CONN_MAX_AGE)}
     except ValueError as error:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {error}") from None
+    if DATABASES["default"]["ENGINE"] not in ("django.db.backends.sqlite3", "django.db.backends.postgresql"):
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must name a SQLite or PostgreSQL database (sqlite:///PATH or postgres://...); "
+            f"got the scheme {DATABASE_URL.partition(':')[0]!r}."
+        )
     if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # The same engine and connection handling as the default SQLite database below.
         DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
@@ -200,6 +206,12 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
+try:
+    zoneinfo.ZoneInfo(TIME_ZONE)
+except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+    raise ImproperlyConfigured(
+        f"TIME_ZONE must name a time zone, such as UTC or Europe/Lisbon; got {TIME_ZONE!r}."
+    ) from None
 USE_I18N = True
 USE_TZ = True
 
@@ -398,6 +410,11 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").strip().upper()
+if LOG_LEVEL not in LOG_LEVELS:
+    raise ImproperlyConfigured(f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}; got {os.environ['LOG_LEVEL']!r}.")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -412,7 +429,7 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler"},
         "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
     },
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # httpx (under the Honcho SDK) and httpx2 (under the MCP SDK) log every request at INFO; only
         # their problems are worth a line.

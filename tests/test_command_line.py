@@ -38,6 +38,9 @@ def data_dir(tmp_path: Path) -> Path:
         ({"DATABASE_URL": "postgres://hub:secret@127.0.0.1:1/hub"}, "DATABASE_URL"),
         ({"MEMORYHUB_DATA_DIR": "/proc/no-such-folder"}, "MEMORYHUB_DATA_DIR"),
         ({"MEMORYHUB_DATA_DIR": "/etc/hostname"}, "MEMORYHUB_DATA_DIR"),
+        ({"TIME_ZONE": "Mars/Base"}, "TIME_ZONE"),
+        ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL"),
+        ({"DATABASE_URL": "mysql://hub:secret@127.0.0.1/hub"}, "DATABASE_URL"),
     ],
 )
 def test_a_configuration_mistake_is_one_line_naming_the_setting(env: dict[str, str], named: str) -> None:
