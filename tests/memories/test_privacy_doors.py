@@ -237,9 +237,11 @@ def test_the_forget_command_forgets_and_with_erase_erases(owner):
     _fill(owner)
     services.entry_put(owner=owner, uid="bob", key="editor", value="emacs")
 
-    assert _forget("owner", "bob").strip() == "Forgot bob: 1 entries deleted, history kept."
+    assert _forget("owner", "bob").strip() == "Forgot bob: 1 entry deleted, history kept."
     assert MemoryEvent.objects.filter(uid="bob").count() == 2
-    assert _forget("owner", "alice", "--erase").startswith("Erased alice: 2 entries and 3 history events removed")
+    # Sync is off: no Honcho session is queued for deletion, and none is said to be.
+    erased = _forget("owner", "alice", "--erase").strip()
+    assert erased == "Erased alice: 2 entries and 3 history events removed; the history records the erasure by owner."
     assert list(MemoryEvent.objects.filter(uid="alice").values_list("action", "entries_erased")) == [("erase", 2)]
     with pytest.raises(CommandError, match="holds nothing about 'alice'"):
         _forget("owner", "alice", "--erase")
@@ -259,3 +261,12 @@ def test_the_forget_command_records_who_asked_for_it_with_by(owner, staff):
     assert MemoryEvent.objects.get(uid="bob", action="delete").actor == staff
     with pytest.raises(CommandError, match="No account named 'nobody'"):
         _forget("owner", "bob", "--by", "nobody")
+
+
+def test_the_forget_command_says_honchos_sessions_are_queued_when_sync_mirrored_them(owner, settings):
+    settings.MEMORYHUB_HONCHO_SYNC = True
+    _fill(owner)
+
+    erased = _forget("owner", "alice", "--erase")
+
+    assert "removed, their Honcho sessions queued for deletion; the history records" in erased

@@ -35,12 +35,18 @@ class Command(BaseCommand):
             erasure = services.user_erase(owner=owner, uid=uid, actor=actor)
             if erasure is None:
                 raise CommandError(f"Account {account!r} holds nothing about {uid!r}.")
+            queued = ", their Honcho sessions queued for deletion" if erasure.honcho_deletions else ""
             self.stdout.write(
-                f"Erased {uid}: {erasure.entries} entries and {erasure.events} history events removed, "
-                f"their Honcho sessions queued for deletion; the history records the erasure by {actor.get_username()}."
+                f"Erased {uid}: {_counted(erasure.entries, 'entry', 'entries')} and "
+                f"{_counted(erasure.events, 'history event', 'history events')} removed{queued}; "
+                f"the history records the erasure by {actor.get_username()}."
             )
             return
         deleted = services.user_forget(owner=owner, uid=uid, actor=actor)
         if not deleted:
             raise CommandError(f"Account {account!r} has no memories about {uid!r}.")
-        self.stdout.write(f"Forgot {uid}: {deleted} entries deleted, history kept.")
+        self.stdout.write(f"Forgot {uid}: {_counted(deleted, 'entry', 'entries')} deleted, history kept.")
+
+
+def _counted(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
