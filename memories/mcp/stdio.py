@@ -25,6 +25,7 @@ up to date. Only the standard library is imported here before the thread has loa
 
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import select
@@ -47,6 +48,7 @@ LOADED_POLL_SECONDS = 0.05
 # JSON-RPC 2.0's codes for a line that is not JSON, and for JSON that is no request, notification or response.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 # keep_answers: how long the SDK's server may take to answer one protocol version with no client.
 KEEP_ANSWERS_SECONDS = 60.0
 # How keep_answers introduces itself in the initialize it asks the SDK's server (the answer does not depend on it).
@@ -414,7 +416,7 @@ def load(account: str, loaded: threading.Event, result: Loaded) -> None:
         connections.close_all()
         if user is None:
             result.exit_message = (
-                f"CommandError: No active account {account!r}: create it with `manage.py create_account {account}`."
+                f"CommandError: No active account {account!r}: create it with `./hub create_account {account}`."
             )
             return
         from memories.mcp.tools import build_server
@@ -493,6 +495,16 @@ def keep_answers() -> bool:
     return True
 
 
+def _refuse_every_request(wire: Wire, session: Session, reason: str) -> None:
+    """Answer each request still waiting, and each the client sends until its input ends, with an error saying
+    reason: a client whose initialize the kept answers took would otherwise see the process end ("Connection
+    closed") at its first call, the reason only on a standard error it may never show."""
+    for line in itertools.chain(session.waiting, iter(wire.read_line, None)):
+        message = _parse(line) if line else None
+        if message is not None and "method" in message and named_id(message) is not None:
+            wire.send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": INTERNAL_ERROR, "message": reason}})
+
+
 def serve(account: str, *, on_error: Callable[[BaseException], int]) -> int:
     """Serve the MCP tools over stdio for account until the client closes the input; the exit status."""
     wire = Wire()
@@ -505,6 +517,7 @@ def serve(account: str, *, on_error: Callable[[BaseException], int]) -> int:
         return on_error(result.error)
     if result.server is None:
         sys.stderr.write(result.exit_message + "\n")
+        _refuse_every_request(wire, session, result.exit_message)
         return 1
     import anyio
 

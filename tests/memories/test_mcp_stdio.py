@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import ClientSession, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from memories.mcp import stdio
@@ -299,3 +300,22 @@ def test_a_line_nested_too_deeply_or_naming_no_valid_id_is_answered_and_the_sess
     assert kept["result"]["structuredContent"]["status"] == "created"
     assert completed.returncode == 0
     assert database.rows("SELECT key FROM memories_memoryentry WHERE uid = 'nesting'") == [("kept",)]
+
+
+def test_an_unknown_account_is_named_in_the_answer_to_every_call_not_only_on_standard_error(environment):
+    # The kept answers may take the client's initialize and tools/list: the first request they cannot answer is
+    # where the client learns why, in the error answering it (the process went away: "Connection closed").
+    async def scenario() -> MCPError | None:
+        parameters = stdio_parameters(environment, "nobody")
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            try:
+                await session.initialize()
+                await session.list_tools()
+                await session.call_tool("remember", {"key": "k", "value": "v"})
+            except MCPError as error:
+                return error
+        return None
+
+    refused = anyio.run(scenario)
+    assert refused is not None
+    assert "No active account 'nobody': create it with `./hub create_account nobody`" in str(refused)
