@@ -305,6 +305,12 @@ def user_memories(request: HttpRequest) -> HttpResponse:
     else:
         entries = selectors.entry_list(owner=scope.owner, uid=uid, kind=kind or None).order_by(*ENTRY_SORTS[sort])
     kinds = selectors.kind_counts(owner=scope.owner, uid=uid)
+    page = BoundedPage(entries, request)
+    # Ranked by the query, none of the first shown passes the relevance cut-off (the API's `relevant`): said, as
+    # the context block's header says it, so the nearest are not taken for answers.
+    none_relevant = page.order == "relevance" and not any(
+        getattr(entry, "relevant", False) for entry in page.object_list
+    )
     context = {
         "scope": scope,
         "uid": uid,
@@ -317,7 +323,9 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         "default_sort": default_sort,
         "kinds": kinds,
         "total": sum(row["entries"] for row in kinds),
-        "page": BoundedPage(entries, request),
+        "page": page,
+        "none_relevant": none_relevant and bool(page.object_list),
+        "searches_by_meaning": settings.MEMORYHUB_EMBEDDINGS != "off",
         "ranking_note": ranking_note,
         "first_memory_curl": _first_memory_curl(request, uid),
     }

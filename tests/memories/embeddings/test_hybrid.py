@@ -458,3 +458,14 @@ def test_every_page_of_a_hybrid_search_counts_the_results_paging_reaches(
     # Found by meaning alone (the dog) and by words (the nuts), each once.
     assert {"pet", "allergy", "snack-0", "snack-1", "snack-2"} <= set(keys)
     assert counts == {len(keys)} and len(keys) == len(set(keys))
+
+
+def test_the_dashboard_says_when_none_of_the_nearest_is_relevant(owner_client: Client, alice: None) -> None:
+    # Nothing alice's agent stored answers this: the page shows the nearest, and says they are only that.
+    unanswered = owner_client.get("/user/", {"uid": "alice", "q": "does she have children"}).content.decode()
+    answered = owner_client.get("/user/", {"uid": "alice", "q": "which editor does she use"}).content.decode()
+
+    assert "Search by words or meaning" in answered
+    note = "None of them is judged relevant to the query: these are only the nearest."
+    assert note in unanswered and "best match first" in unanswered
+    assert note not in answered
