@@ -501,3 +501,17 @@ def test_a_write_to_a_uid_that_carries_an_injection_is_held_as_one_in_its_value(
     assert held.status_code == 202
     assert held.json()["guard_flags"] == ["ignore-instructions"]
     assert owner_api.get(f"{BASE}/{uid}/memories/lang").status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_rejected_write_to_a_key_never_stored_says_no_version_was_stored(
+    owner, owner_api, owner_client, staff_client
+):
+    _policy(owner, GuardMode.HOLD)
+    held_id = owner_api.put(f"{BASE}/alice/memories/fresh", {"value": INJECTION}, format="json").json()["id"]
+    staff_client.post(f"/held/decide/?id={held_id}", {"decision": "reject"})
+
+    page = owner_client.get("/memory/?uid=alice&key=fresh").content.decode()
+
+    assert "<strong>rejected</strong> · no version stored" in page
+    assert "version 0" not in page
