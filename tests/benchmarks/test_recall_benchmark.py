@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 from pytest_django.fixtures import Settings
 
 from benchmarks import recall, recall_report
@@ -233,6 +234,18 @@ def test_the_throwaway_account_and_its_entries_are_gone_afterwards(tiny_files: t
     _json_run(tiny_files)
     assert not get_user_model().objects.filter(username__startswith=recall.BENCH_USERNAME_PREFIX).exists()
     assert MemoryEntry.objects.count() == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="VACUUM is SQLite's; PostgreSQL's autovacuum gives space back"
+)
+@pytest.mark.django_db(transaction=True)
+def test_on_sqlite_the_pages_the_throwaway_account_used_are_given_back(tiny_files: tuple[Path, Path]) -> None:
+    _json_run(tiny_files)
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA freelist_count")
+        assert cursor.fetchone()[0] == 0
 
 
 def _tree_snapshot() -> dict[str, float]:
