@@ -113,8 +113,9 @@ class ContextBlock:
 def check_budget(budget: object) -> int:
     """The budget as a whole number of characters within the limits, else InvalidField naming them."""
     limits = f"a whole number of characters from {CONTEXT_MIN_BUDGET} to {CONTEXT_MAX_BUDGET}"
-    if isinstance(budget, str) and plain_whole_number(budget.strip()) is not None:
-        budget = int(budget)
+    number = plain_whole_number(budget.strip()) if isinstance(budget, str) else None
+    if number is not None:
+        budget = number
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise InvalidField("budget", f"must be {limits}; got {str(budget)[:40]!r}.")
     if not CONTEXT_MIN_BUDGET <= budget <= CONTEXT_MAX_BUDGET:

@@ -381,7 +381,8 @@ def parse_line(line: bytes) -> tuple[str | None, ImportRecord]:
     return _entry_record(_json_object(line))
 
 
-# What an entry line holds (entry_line writes them; a backup's entry line adds "line"): any other name is a
+# What an entry line holds (entry_line writes them; a backup's entry line adds "line", taken in either file): any
+# other name is a
 # misspelling, which left unread would store the entry otherwise than meant (a misspelt "privacy" shared it).
 ENTRY_LINE_FIELDS = (
     *("owner", "uid", "key", "value", "kind", "meta", "privacy"),

@@ -11,7 +11,7 @@ import unicodedata
 
 # Letters that carry their accent in themselves (Unicode gives them no decomposition, so dropping the combining
 # marks leaves them as they are), as their base letters: "Łódź" is found by "Lodz", "Søren" by "Soren". Lower
-# case only: fold casefolds first ("Ł" is "ł" by then; "ß" is already "ss").
+# case only: fold casefolds before ("Ł" is "ł" by then; "ß" is already "ss").
 BASE_LETTERS = {
     "ł": "l",
     "ø": "o",
@@ -28,11 +28,11 @@ _BASE_LETTERS = str.maketrans(BASE_LETTERS)
 
 
 def fold(text: str) -> str:
-    """text without case or accents: casefold, decompose (NFKD), drop the combining marks, write the letters
-    that hold their accent as their base letters (BASE_LETTERS), casefold again.
+    """text without case or accents: casefold, decompose (NFKD), drop the combining marks, casefold again, write
+    the letters that hold their accent as their base letters (BASE_LETTERS).
 
     The second casefold catches capitals that a compatibility decomposition brings out (the "MHz"
     of the "㎒" sign).
     """
     decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(char for char in decomposed if not unicodedata.combining(char)).translate(_BASE_LETTERS).casefold()
+    return "".join(char for char in decomposed if not unicodedata.combining(char)).casefold().translate(_BASE_LETTERS)

@@ -98,7 +98,8 @@ def _encodable(data: object) -> object:
 
 def _whole_number_from_1(text: str) -> int | None:
     """The number text spells in plain digits when it is at least 1, else None ("+1", " 1", "1_0", "2.5" are None,
-    though int() takes the first three)."""
+    though int() takes the first three); digits more than any number has are 10**MAX_DIGITS, past every page and
+    over every cap."""
     number = plain_whole_number(text)
     if number is None and text.isascii() and text.isdigit():
         return 10**MAX_DIGITS  # more digits than any number has: past every page, over every cap

@@ -56,8 +56,9 @@ class RequestBodyLimitMiddleware:
         declared = request.META.get("CONTENT_LENGTH") or "0"
         if not declared.isascii() or not declared.isdigit():
             return JsonResponse({"detail": "Content-Length must be a whole number of bytes."}, status=400)
-        # More digits than any size has: over the limit.
         size = plain_whole_number(declared)
+        # More digits than any size has: over the limit.
+        said = f"more than {limit}" if size is None else None
         size = limit + 1 if size is None else size
         chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
         body = getattr(request, "_stream", None)
@@ -75,7 +76,8 @@ class RequestBodyLimitMiddleware:
             return JsonResponse(
                 {
                     "detail": (
-                        f"The request body is {size} bytes; the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."
+                        f"The request body is {said or size} bytes; "
+                        f"the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."
                     )
                 },
                 status=413,

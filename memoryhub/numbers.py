@@ -9,6 +9,7 @@ MAX_DIGITS = 20
 def plain_whole_number(text: str) -> int | None:
     """The number text spells in plain ASCII digits, at most MAX_DIGITS of them after any leading zeros; else None
     ("+1", " 1", "1_0", "2.5" and "²" are None, though int() takes the first three and isdigit() the last)."""
-    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > MAX_DIGITS:
+    digits = text.lstrip("0") if text.isascii() and text.isdigit() else None
+    if digits is None or len(digits) > MAX_DIGITS:
         return None
-    return int(text)
+    return int(digits or "0")

@@ -5,6 +5,7 @@ never later. Nothing here makes a network call.
 """
 
 import hashlib
+import logging
 import os
 import re
 import zoneinfo
@@ -410,7 +411,8 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Every name Python's logging takes (WARN and FATAL too), any case.
+LOG_LEVELS = tuple(logging.getLevelNamesMapping())
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").strip().upper()
 if LOG_LEVEL not in LOG_LEVELS:
     raise ImproperlyConfigured(f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}; got {os.environ['LOG_LEVEL']!r}.")

@@ -112,3 +112,10 @@ def test_a_port_in_use_is_named_with_the_setting_that_moves_it() -> None:
     assert problem is not None and f"PORT={port + 1}" in problem
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert port_problem("127.0.0.1", port) is None  # free again once released
+
+
+@pytest.mark.parametrize("level", ["WARN", "fatal", "notset", "Debug"])
+def test_every_level_name_pythons_logging_takes_is_taken(level: str) -> None:
+    result = _manage("check", SECRET_KEY="test-only-not-secret", LOG_LEVEL=level)
+
+    assert result.returncode == 0, result.stderr

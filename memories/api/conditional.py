@@ -115,19 +115,18 @@ def if_match_version(
             entry = selectors.entry_get(owner=request_account(request), uid=uid, key=key)
             return entry.version if entry is not None else None
 
+    writes = request.method in UNSAFE_METHODS if writes_entry is None else writes_entry
     if header is None:
         none_match = request.headers.get("If-None-Match", "").strip()
-        if none_match == "*" and (
-            request.method in ("PUT", "PATCH", "DELETE") if writes_entry is None else writes_entry
-        ):
+        if writes and none_match == "*":
             return ABSENT_VERSION
-        if request.method in UNSAFE_METHODS and none_match and none_match != "*":
+        if writes and none_match:
             return _unless_named(request, none_match, current_version)
         return None
 
     asked = _matched_version(header, current_version, absent)
     none_match = request.headers.get("If-None-Match", "").strip()
-    if request.method in UNSAFE_METHODS and none_match:
+    if writes and none_match:
         # Both headers: If-None-Match is evaluated after If-Match held (RFC 9110, 13.2.2), against the
         # version the write will find, which is the one If-Match asked for.
         named = _tag_versions([tag.removeprefix("W/") for tag in _header_tags(none_match)])

@@ -60,7 +60,15 @@ from memories.filters import (
 from memories.models import UID_MAX_LENGTH, HeldWrite, MemoryEntry, Privacy
 from memories.search import HybridMatches, LexicalMatches, RankedMatches, ShownMatches
 from memories.tool import TOOL_SCHEMA, run_tool
-from memories.validation import FALSE_WORDS, TRUE_WORDS, InvalidField, check_flag, check_key, check_uid
+from memories.validation import (
+    EXPIRY_MAX_SECONDS,
+    FALSE_WORDS,
+    TRUE_WORDS,
+    InvalidField,
+    check_flag,
+    check_key,
+    check_uid,
+)
 from memories.work import work_status
 from memoryhub.api import ENTRY_EXISTS, PRECONDITION_FAILED, BoundedPagination, MemoryPagination, PreconditionFailed
 from memoryhub.numbers import plain_whole_number
@@ -582,8 +590,9 @@ class ToolViewSet(HubViewSet):
 
     @extend_schema(
         summary="Run one memory_backend tool call",
-        description="Takes the tool's arguments (action, uid, key, value, query, limit, meta, privacy) and replies as "
-        "the tool does.",
+        description="Takes the tool's arguments (those of GET /tool/schema: "
+        f"{', '.join(TOOL_SCHEMA['parameters']['properties'])}) and replies as the tool does; any other argument is "
+        "an ok: false reply naming it.",
         request=inline_serializer(
             "ToolCall",
             fields={
@@ -597,6 +606,8 @@ class ToolViewSet(HubViewSet):
                 ),
                 "meta": serializers.DictField(required=False),
                 "privacy": serializers.ChoiceField(choices=Privacy.choices, required=False),
+                "kind": serializers.JSONField(required=False, help_text="query: a kind, or a list of kinds."),
+                "ttl": serializers.IntegerField(required=False, min_value=1, max_value=EXPIRY_MAX_SECONDS),
             },
         ),
         responses={200: OpenApiTypes.OBJECT},

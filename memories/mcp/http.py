@@ -197,7 +197,7 @@ class MCPApplication:
             return
         size = plain_whole_number(declared)
         if size is None or size > limit:
-            await _answer(send, 413, _too_large(declared, limit))
+            await _answer(send, 413, _too_large(f"more than {limit}" if size is None else str(size), limit))
             return
         scheme, _, token_key = headers.get("authorization", "").strip().partition(" ")
         if scheme.lower() not in AUTH_SCHEMES or not token_key.strip():
@@ -240,7 +240,7 @@ class MCPApplication:
                 break
             body.extend(message.get("body", b""))
             if len(body) > limit:
-                await _answer(send, 413, _too_large(f"over {limit}", limit))
+                await _answer(send, 413, _too_large(f"more than {limit}", limit))
                 return
             if not message.get("more_body", False):
                 break

@@ -222,11 +222,14 @@ def named_id(message: object) -> str | int | None:
 
 
 def names_no_valid_id(message: object) -> bool:
-    """Whether message holds an id that is no string or whole number (1.5, true, null, an object): the SDK would
-    take it for a notification, carry nothing out and answer nothing."""
-    return isinstance(message, dict) and "id" in message and named_id(message) is None
+    """Whether message is a request holding an id that is no string or whole number (1.5, true, null, an object):
+    the SDK would take it for a notification, carry nothing out and answer nothing. (A response's id may be null:
+    an error answering what had no id.)"""
+    return isinstance(message, dict) and "method" in message and "id" in message and named_id(message) is None
 
 
+# What _refusal gives for a line that is left without an answer, and not handed to the SDK.
+UNANSWERED: dict[str, Any] = {}
 # What answers a line or body that holds an id the protocol does not take.
 NO_VALID_ID = "Invalid request: id must be a string or a whole number."
 # What answers a line or body that is no JSON the server reads.
@@ -235,7 +238,8 @@ NOT_JSON = "Parse error: not JSON the server reads (invalid, nested too deeply, 
 
 def _refusal(line: bytes) -> dict[str, Any] | None:
     """The JSON-RPC error that answers a line that is no JSON-RPC message (a parse error, or an invalid request,
-    with its id when it names one), None for a message the SDK takes. Called once the SDK is loaded."""
+    with its id when it names one), None for a message the SDK takes, UNANSWERED for a response the SDK does not
+    take (left without an answer). Called once the SDK is loaded."""
     import mcp_types
     import pydantic
 
@@ -255,6 +259,9 @@ def _refusal(line: bytes) -> dict[str, Any] | None:
         return {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NO_VALID_ID}}
     if taken:
         return None
+    if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
+        # A response (an error with id null, answering a line of ours it could not read): nothing answers a response.
+        return UNANSWERED
     return {
         "jsonrpc": "2.0",
         "id": named_id(message),
@@ -278,7 +285,10 @@ def answer_until_loaded(wire: Wire, kept: KeptAnswers, loaded: threading.Event) 
         message = _parse(line)
         method = message.get("method") if message else None
         answers = kept.answers(session.initialize["params"].get("protocolVersion")) if session.initialize else None
-        if session.waiting or message is None:
+        if names_no_valid_id(message):
+            # Refused now, as once the SDK is loaded: no kept answer goes under an id the protocol does not take.
+            wire.send({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NO_VALID_ID}})
+        elif session.waiting or message is None:
             session.waiting.append(line)
         elif method == "initialize" and session.initialize is None and "id" in message:
             params = message.get("params")
@@ -359,6 +369,8 @@ class Handover:
             refusal = _refusal(line)
             if refusal is None:
                 break
+            if refusal is UNANSWERED:
+                continue
             # The SDK would drop the line without a word: JSON-RPC answers it with an error, its id null
             # when the line names none.
             self.wire.send(refusal)

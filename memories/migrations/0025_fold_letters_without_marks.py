@@ -3,6 +3,9 @@
 "Łódź". Only the entries holding one of them are read (their text searched in SQL), and written back in
 batches; the search indexes follow the folded columns (SQLite's triggers, PostgreSQL's generated column)."""
 
+import sys
+import unicodedata
+
 from django.db import migrations
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
@@ -14,9 +17,18 @@ BATCH = 1000
 
 
 def _letters() -> list[str]:
-    """Each letter BASE_LETTERS names, in both cases (the key and value are stored as written), but ASCII (dotless i is
-    "I" in upper case, which folds as it did)."""
-    return sorted({case for letter in BASE_LETTERS for case in (letter, letter.upper()) if not case.isascii()})
+    """Every character whose fold holds a letter BASE_LETTERS names: the letters in both cases, and the ones that
+    decompose to them ("Ǿ" is "ø" and an accent; "ℏ" is "ħ"); ASCII is left out (dotless i is "I" in upper case,
+    which folds as it did). About a second, over every code point."""
+    found = []
+    for point in range(0x80, sys.maxunicode + 1):
+        char = chr(point)
+        if 0xD800 <= point <= 0xDFFF:
+            continue
+        decomposed = unicodedata.normalize("NFKD", char.casefold()).casefold()
+        if any(letter in decomposed for letter in BASE_LETTERS):
+            found.append(char)
+    return found
 
 
 def fold_again(apps: StateApps | None, schema_editor: BaseDatabaseSchemaEditor) -> None:

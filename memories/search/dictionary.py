@@ -1,6 +1,6 @@
 """The words of the language a query word is taken to be spelt right in: the whole words of the shipped
-embedding model's tokenizer (memories/embeddings/model/tokenizer.json, all-MiniLM-L6-v2's WordPiece vocabulary,
-lower case and without accents, as the search folds a query). Whatever the embeddings setting, the file is
+embedding model's tokenizer (memories/embeddings/model/tokenizer.json, all-MiniLM-L6-v2's WordPiece vocabulary),
+folded as the search folds a query (memories.folding). Whatever the embeddings setting, the file is
 part of the hub.
 
 A query word found there is a word as it is written ("tennis", "play", "like"), not a misspelling: the search
@@ -14,6 +14,7 @@ import json
 import logging
 
 from memories.embeddings.local import MODEL_DIR, TOKENIZER_FILE
+from memories.folding import fold
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,8 @@ def known_words() -> frozenset[str]:
     path = MODEL_DIR / TOKENIZER_FILE
     try:
         vocabulary = json.loads(path.read_text(encoding="utf-8"))["model"]["vocab"]
-        return frozenset(token for token in vocabulary if token.isalpha())
+        # Folded as a query's words are ("wrocław" is "wroclaw", "ß" is "ss").
+        return frozenset(fold(token) for token in vocabulary if token.isalpha())
     except (OSError, ValueError, KeyError, TypeError) as error:
         logger.warning("The words of %s cannot be read (%s): every query word may be taken for a typo.", path, error)
         return frozenset()

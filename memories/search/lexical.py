@@ -566,7 +566,7 @@ def _variants_among(query: LexicalQuery, absent: list[str], words: frozenset[str
     "plays", holds it as a substring and is found as one)."""
     known = known_words()
     variants = frozenset().union(*(word_variants(word) if word not in known else _singular(word) for word in absent))
-    return tuple(sorted(variants - set(query.words) & words))[:QUERY_MAX_VARIANTS]
+    return tuple(sorted((variants - set(query.words)) & words))[:QUERY_MAX_VARIANTS]
 
 
 def _singular(word: str) -> frozenset[str]:

@@ -186,3 +186,16 @@ def test_a_post_to_the_list_honours_the_preconditions_as_a_put_does(stored):
     created = stored.post(listing, {"key": "shell", "value": "zsh"}, format="json", HTTP_IF_NONE_MATCH="*")
     assert (current.status_code, current.json()["version"]) == (200, 3)
     assert (created.status_code, created.json()["version"]) == (201, 1)
+
+
+def test_a_post_to_the_list_honours_if_none_match_naming_etags(stored):
+    listing = "/api/v1/users/alice/memories/"
+    named = stored.post(listing, {"key": "editor", "value": "nano"}, format="json", HTTP_IF_NONE_MATCH='"2"')
+    both = stored.post(
+        listing, {"key": "editor", "value": "nano"}, format="json", HTTP_IF_MATCH='"2"', HTTP_IF_NONE_MATCH='"2"'
+    )
+    for refused in (named, both):
+        assert refused.status_code == 412
+    assert stored.get(URL).json()["value"] == "emacs"
+    other = stored.post(listing, {"key": "editor", "value": "nano"}, format="json", HTTP_IF_NONE_MATCH='"1"')
+    assert (other.status_code, other.json()["version"]) == (200, 3)

@@ -165,9 +165,11 @@ def test_letters_that_hold_their_accent_are_found_by_their_base_letters(owner):
 def test_the_migration_folds_again_the_entries_folded_before_and_no_other(owner):
     migration = importlib.import_module("memories.migrations.0025_fold_letters_without_marks")
     _put(owner, "grandmother", "born in Łódź")
+    _put(owner, "energy", "wind farm by Ǿrsted")
     _put(owner, "drink", "Un CAFÉ au lait")
-    # As the fold before 0025 left them: "ł" kept.
+    # As the fold before 0025 left them: "ł" kept, and "Ǿ" (an "ø" with an accent) as "ø".
     MemoryEntry.objects.filter(key="grandmother").update(value_folded="born in łodz")
+    MemoryEntry.objects.filter(key="energy").update(value_folded="wind farm by ørsted")
     # An entry holding none of those letters is neither read nor written: what its columns hold stays.
     MemoryEntry.objects.filter(key="drink").update(value_folded="left as it was")
     assert _found_keys(owner, "lodz") == []
@@ -176,6 +178,7 @@ def test_the_migration_folds_again_the_entries_folded_before_and_no_other(owner)
         migration.fold_again(None, editor)
 
     assert _found_keys(owner, "lodz") == ["grandmother"]
+    assert _found_keys(owner, "orsted") == ["energy"]
     assert MemoryEntry.objects.get(key="grandmother").value_folded == "born in lodz"
     assert MemoryEntry.objects.get(key="drink").value_folded == "left as it was"
 

@@ -11,6 +11,8 @@ from memories import services
 from memories.mcp.http import MCPApplication
 
 HUGE = "9" * 5000
+# A small number written with thousands of leading zeros: int() refuses it as it refuses HUGE.
+PADDED = "0" * 5000 + "2"
 ENTRY = "/api/v1/users/alice/memories/drink"
 
 
@@ -104,3 +106,15 @@ def test_mcp_takes_a_length_of_thousands_of_digits_for_one_over_the_limit(settin
 
     assert sent[0]["status"] == 413
     assert b"MEMORYHUB_MAX_BODY_BYTES" in sent[1]["body"]
+
+
+def test_a_number_padded_with_thousands_of_zeros_is_read_as_the_number_it_spells(stored, owner_client):
+    assert stored.get(f"/api/v1/users/alice/memories/?page_size={PADDED}").json()["count"] == 1
+    assert stored.get(f"/api/v1/users/alice/memories/?page={PADDED}").status_code == 404  # page 2 of 1
+    assert stored.get(f"/api/v1/held/{PADDED}").status_code == 404
+    context = stored.get(f"/api/v1/users/alice/context?budget={PADDED}")
+    assert (context.status_code, context.json()["budget"]) == (200, 2)
+    assert stored.put(ENTRY, {"value": "coffee"}, format="json", HTTP_IF_MATCH=f'"{PADDED}"').status_code == 412
+    deleted = owner_client.post("/memory/delete/?uid=alice&key=drink", {"version": "0" * 5000 + "1"})
+    assert deleted.status_code == 302
+    assert stored.get(ENTRY).status_code == 404

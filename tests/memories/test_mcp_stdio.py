@@ -289,8 +289,9 @@ def test_a_line_nested_too_deeply_or_naming_no_valid_id_is_answered_and_the_sess
     )
     answers = [json.loads(line) for line in completed.stdout.splitlines()]
     no_id = {"code": -32600, "message": "Invalid request: id must be a string or a whole number."}
-    # Each refused line answered in its order, with id null (the SDK's answers may come before or after them).
-    refused = [answer for answer in answers if "error" in answer]
+    # Each refused line answered once, with id null (a line refused while the SDK loads may be answered before one
+    # the SDK's reader refuses; the SDK's own answers may come before or after them).
+    refused = sorted((answer for answer in answers if "error" in answer), key=lambda answer: answer["error"]["code"])
     assert refused == [
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": stdio.NOT_JSON}},
         {"jsonrpc": "2.0", "id": None, "error": no_id},
@@ -319,3 +320,21 @@ def test_an_unknown_account_is_named_in_the_answer_to_every_call_not_only_on_sta
     refused = anyio.run(scenario)
     assert refused is not None
     assert "No active account 'nobody': create it with `./hub create_account nobody`" in str(refused)
+
+
+def test_a_request_naming_no_valid_id_is_refused_before_the_sdk_loads_and_a_response_is_not_answered(environment):
+    # Sent at once after the handshake, the tools/list may be answered from the kept answers, while the SDK loads:
+    # never under an id the protocol does not take. A client's error response (id null) is answered by nothing.
+    completed = _piped(
+        environment,
+        [
+            *PIPED_START,
+            {"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
+            {"jsonrpc": "2.0", "id": 9, "method": "ping"},
+        ],
+    )
+    answers = [json.loads(line) for line in completed.stdout.splitlines()]
+    no_id = {"code": -32600, "message": "Invalid request: id must be a string or a whole number."}
+    assert [answer for answer in answers if "error" in answer] == [{"jsonrpc": "2.0", "id": None, "error": no_id}]
+    assert sorted(answer["id"] for answer in answers if "result" in answer) == [1, 9]

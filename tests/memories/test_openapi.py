@@ -62,7 +62,11 @@ def test_every_write_of_a_memory_states_its_preconditions():
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
     entry = schema["paths"]["/api/v1/users/{uid}/memories/{key}/"]
-    for method in ("put", "patch", "delete"):
-        headers = {parameter["name"] for parameter in entry[method]["parameters"] if parameter["in"] == "header"}
+    listing = schema["paths"]["/api/v1/users/{uid}/memories/"]
+    for method, operation in [
+        *((method, entry[method]) for method in ("put", "patch", "delete")),
+        ("post", listing["post"]),
+    ]:
+        headers = {parameter["name"] for parameter in operation["parameters"] if parameter["in"] == "header"}
         assert {"If-Match", "If-None-Match"} <= headers, method
-        assert "412" in entry[method]["responses"], method
+        assert "412" in operation["responses"], method

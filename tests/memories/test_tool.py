@@ -259,5 +259,5 @@ def test_an_argument_the_tool_does_not_take_is_refused_by_name_and_nothing_chang
 def test_an_argument_named_with_a_lone_surrogate_is_named_by_its_escape(owner_api):
     body = '{"action": "store", "key": "k", "value": "v", "\\ud800": 1}'
     reply = owner_api.generic("POST", TOOL, body, "application/json").json()
-    assert reply == {"ok": False, "error": reply["error"]}
+    assert set(reply) == {"ok", "error"} and reply["ok"] is False
     assert reply["error"].startswith("\\ud800: is no argument of memory_backend")
