@@ -226,6 +226,10 @@ class MCPApplication:
                 [(b"allow", b"POST")],
             )
             return
+        if scope["method"] == "POST" and not headers.get("content-type", "").lower().startswith("application/json"):
+            # As the REST API answers another media type (the SDK's own answer is a plain-text 400).
+            await _answer(send, 415, "Content-Type must be application/json: /mcp takes JSON-RPC messages.")
+            return
         if self._task is None:
             # Served without the ASGI lifespan protocol: start the transport's task group on first use.
             await self.start()

@@ -254,6 +254,15 @@ def test_no_token_or_an_unknown_one_is_a_401(hub):
     assert unknown[0] == 401
 
 
+def test_a_body_of_another_media_type_is_a_415_in_json_as_the_rest_api_answers(hub):
+    running, tokens = hub
+
+    status, headers, answer = _post(running, LIST_TOOLS, {**_bearer(tokens["owner"]), "Content-Type": "text/plain"})
+
+    assert status == 415 and headers["content-type"] == "application/json"
+    assert json.loads(answer) == {"detail": "Content-Type must be application/json: /mcp takes JSON-RPC messages."}
+
+
 def test_a_get_is_answered_405_at_once_as_a_stateless_server_opens_no_stream(hub):
     running, tokens = hub
     connection = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
