@@ -620,8 +620,8 @@ class HeldWriteSerializer(serializers.ModelSerializer):
         read_only_fields = fields
         extra_kwargs = {
             "privacy": {
-                "help_text": "The privacy the write asked for (null: the memory's own, or the account's default for a "
-                "new one)."
+                "help_text": "The privacy the write asked for; for a new memory that named none, the account's "
+                "default when it was written (null: the memory's own)."
             },
             "ttl": {
                 "help_text": "The ttl the write asked for: on approval the memory expires this many seconds later."

@@ -14,6 +14,7 @@ from memories.services.entries import (
     ABSENT_VERSION,
     KEEP,
     VersionConflict,
+    account_default_privacy,
     entry_delete,
     entry_put,
     entry_state_locked,
@@ -170,15 +171,14 @@ def _batch_guard(*, owner: User, uid: str, operations: list[BatchOperation]) -> 
     return decisions
 
 
-def _check_held_version(*, owner: User, uid: str, operation: BatchOperation) -> None:
-    """VersionConflict when the operation names an expected_version the entry is not at (call it in the batch's
-    transaction: the entry stays locked until the held write is saved)."""
-    if operation.expected_version is None:
-        return
+def _check_held_version(*, owner: User, uid: str, operation: BatchOperation) -> bool:
+    """Whether the entry exists; VersionConflict when the operation names an expected_version the entry is not at
+    (call it in the batch's transaction: the entry stays locked until the held write is saved)."""
     entry = entry_state_locked(owner=owner, uid=uid, key=operation.key, now=timezone.now())
     current = entry.version if entry is not None else ABSENT_VERSION
-    if current != operation.expected_version:
+    if operation.expected_version is not None and current != operation.expected_version:
         raise VersionConflict(current)
+    return entry is not None
 
 
 def _batch_apply(
@@ -188,8 +188,10 @@ def _batch_apply(
     it names an expected_version the entry is not at."""
     if operation.op == BatchOp.PUT and decision.hold:
         assert operation.value is not None
-        # As entry_put: a write on a version the entry is no longer at is refused, not held.
-        _check_held_version(owner=owner, uid=uid, operation=operation)
+        # As entry_put: a write on a version the entry is no longer at is refused, not held; one that would create
+        # the entry and names no privacy takes the account's default as it is now.
+        exists = _check_held_version(owner=owner, uid=uid, operation=operation)
+        privacy = operation.privacy if operation.privacy is not None or exists else account_default_privacy(owner)
         held = held_write_new(
             owner=owner,
             uid=uid,
@@ -197,7 +199,7 @@ def _batch_apply(
             value=operation.value,
             kind=operation.kind,
             meta=operation.meta,
-            privacy=operation.privacy,
+            privacy=privacy,
             actor=actor,
             decision=decision,
             expiry=held_expiry(ttl=operation.ttl, expires=operation.expires),

@@ -732,7 +732,9 @@ def _put_locked(put: _Put, *, held_expiry: HeldExpiry = KEEPS_EXPIRY) -> PutResu
             value=put.value,
             kind=put.kind,
             meta=put.meta,
-            privacy=put.privacy,
+            # A write that would create the entry and names no privacy takes the account's default as it is now, not
+            # as it may be when the write is approved (a default made shared meanwhile would share it).
+            privacy=put.privacy if put.privacy is not None or entry is not None else account_default_privacy(put.owner),
             actor=put.actor,
             decision=put.decision,
             expiry=held_expiry,

@@ -480,12 +480,14 @@ def test_a_held_write_that_named_a_version_is_approved_only_while_the_memory_is_
 
 @pytest.mark.django_db
 def test_a_held_write_shows_the_privacy_it_asked_for(owner, owner_api, staff_client):
+    services.entry_put(owner=owner, uid="alice", key="other", value=CLEAN)
     _policy(owner, GuardMode.HOLD)
     local = owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION, "privacy": "local"}, format="json")
     unnamed = owner_api.put(f"{BASE}/alice/memories/other", {"value": INJECTION}, format="json")
 
     assert (local.status_code, local.json()["privacy"]) == (202, "local")
     assert owner_api.get(f"/api/v1/held/{local.json()['id']}").json()["privacy"] == "local"
+    # A change of an existing memory that names none keeps the memory's own.
     assert unnamed.json()["privacy"] is None
     queue = staff_client.get("/held/").content.decode()
     assert queue.count("privacy: local") == 1
@@ -515,3 +517,21 @@ def test_a_rejected_write_to_a_key_never_stored_says_no_version_was_stored(
 
     assert "<strong>rejected</strong> · no version stored" in page
     assert "version 0" not in page
+
+
+@pytest.mark.django_db
+def test_a_held_create_takes_the_default_privacy_of_when_it_was_written_not_of_its_approval(owner, staff, owner_api):
+    services.account_policy_set(account=owner, guard_mode=GuardMode.HOLD, default_privacy="local")
+    put = owner_api.put(f"{BASE}/alice/memories/note", {"value": INJECTION}, format="json").json()
+    batch = owner_api.post(
+        f"{BASE}/alice/memories/batch",
+        {"operations": [{"op": "put", "key": "other", "value": INJECTION}]},
+        format="json",
+    ).json()["results"][0]["held"]
+    assert (put["privacy"], batch["privacy"]) == ("local", "local")
+
+    # The default made shared meanwhile: the writes were made while new memories stayed local.
+    services.account_policy_set(account=owner, default_privacy="shared")
+    for held in (put, batch):
+        approved = services.held_write_approve(held_id=held["id"], decider=staff)
+        assert approved.entry.privacy == "local"
