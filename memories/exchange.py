@@ -382,8 +382,8 @@ def parse_line(line: bytes) -> tuple[str | None, ImportRecord]:
 
 
 # What an entry line holds (entry_line writes them; a backup's entry line adds "line", taken in either file): any
-# other name is a
-# misspelling, which left unread would store the entry otherwise than meant (a misspelt "privacy" shared it).
+# other name is a misspelling, which left unread would store the entry otherwise than meant (a misspelt
+# "privacy" shared it).
 ENTRY_LINE_FIELDS = (
     *("owner", "uid", "key", "value", "kind", "meta", "privacy"),
     *("created", "updated", "version", "expires"),

@@ -308,8 +308,10 @@ def user_memories(request: HttpRequest) -> HttpResponse:
     page = BoundedPage(entries, request)
     # Ranked by the query, none of the first shown passes the relevance cut-off (the API's `relevant`): said, as
     # the context block's header says it, so the nearest are not taken for answers.
-    none_relevant = page.order == "relevance" and not any(
-        getattr(entry, "relevant", False) for entry in page.object_list
+    none_relevant = (
+        page.order == "relevance"
+        and bool(page.object_list)
+        and not any(getattr(entry, "relevant", False) for entry in page.object_list)
     )
     context = {
         "scope": scope,
@@ -324,7 +326,7 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         "kinds": kinds,
         "total": sum(row["entries"] for row in kinds),
         "page": page,
-        "none_relevant": none_relevant and bool(page.object_list),
+        "none_relevant": none_relevant,
         "searches_by_meaning": settings.MEMORYHUB_EMBEDDINGS != "off",
         "ranking_note": ranking_note,
         "first_memory_curl": _first_memory_curl(request, uid),

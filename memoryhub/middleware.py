@@ -56,10 +56,9 @@ class RequestBodyLimitMiddleware:
         declared = request.META.get("CONTENT_LENGTH") or "0"
         if not declared.isascii() or not declared.isdigit():
             return JsonResponse({"detail": "Content-Length must be a whole number of bytes."}, status=400)
-        size = plain_whole_number(declared)
-        # More digits than any size has: over the limit.
-        said = f"more than {limit}" if size is None else None
-        size = limit + 1 if size is None else size
+        read = plain_whole_number(declared)
+        # None: more digits than any size has, over the limit.
+        size = limit + 1 if read is None else read
         chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
         body = getattr(request, "_stream", None)
         if hasattr(request, "scope") and body is not None and hasattr(body, "seek"):
@@ -76,7 +75,7 @@ class RequestBodyLimitMiddleware:
             return JsonResponse(
                 {
                     "detail": (
-                        f"The request body is {said or size} bytes; "
+                        f"The request body is {size if read is not None else f'more than {limit}'} bytes; "
                         f"the limit is {limit} bytes (MEMORYHUB_MAX_BODY_BYTES)."
                     )
                 },

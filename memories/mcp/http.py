@@ -36,7 +36,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memories.mcp.stdio import INVALID_REQUEST, NO_VALID_ID, named_id, names_no_valid_id
+from memories.mcp.stdio import INVALID_REQUEST, NO_VALID_ID, error_answer, named_id, names_no_valid_id
 from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
 from memoryhub.api import TokenRateThrottle
 from memoryhub.authentication import token_read
@@ -250,9 +250,7 @@ class MCPApplication:
                 break
         if body and _names_no_valid_id(bytes(body)):
             # The SDK takes a message whose id is 1.5 or true for a notification: nothing done, nothing said.
-            await _answer_json(
-                send, 400, {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NO_VALID_ID}}
-            )
+            await _answer_json(send, 400, error_answer(INVALID_REQUEST, NO_VALID_ID))
             return
 
         async def receiving() -> Message:
@@ -298,8 +296,7 @@ def _plain_message(body: bytes, request: bytes) -> bytes:
     error = answer.get("error") if isinstance(answer, dict) else None
     if not isinstance(error, dict) or not str(error.get("message", "")).startswith("Validation error:"):
         return body
-    plain = {**answer, "id": _named_id(request), "error": {"code": INVALID_REQUEST, "message": NOT_A_MESSAGE}}
-    return json.dumps(plain).encode()
+    return json.dumps(error_answer(INVALID_REQUEST, NOT_A_MESSAGE, _named_id(request))).encode()
 
 
 def _plain_validation_errors(send: Send, request: bytearray) -> Send:

@@ -221,6 +221,11 @@ def named_id(message: object) -> str | int | None:
     return named if isinstance(named, str | int) and not isinstance(named, bool) else None
 
 
+def error_answer(code: int, message: str, named: str | int | None = None) -> dict[str, Any]:
+    """A JSON-RPC error answer: code and message, under the id named (null when none is)."""
+    return {"jsonrpc": "2.0", "id": named, "error": {"code": code, "message": message}}
+
+
 def names_no_valid_id(message: object) -> bool:
     """Whether message is a request holding an id that is no string or whole number (1.5, true, null, an object):
     the SDK would take it for a notification, carry nothing out and answer nothing. (A response's id may be null:
@@ -254,19 +259,15 @@ def _refusal(line: bytes) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
     except (ValueError, RecursionError):
-        return {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": NOT_JSON}}
+        return error_answer(PARSE_ERROR, NOT_JSON)
     if names_no_valid_id(message):
-        return {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NO_VALID_ID}}
+        return error_answer(INVALID_REQUEST, NO_VALID_ID)
     if taken:
         return None
     if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
         # A response (an error with id null, answering a line of ours it could not read): nothing answers a response.
         return UNANSWERED
-    return {
-        "jsonrpc": "2.0",
-        "id": named_id(message),
-        "error": {"code": INVALID_REQUEST, "message": "Invalid request: the line is not a JSON-RPC 2.0 message."},
-    }
+    return error_answer(INVALID_REQUEST, "Invalid request: the line is not a JSON-RPC 2.0 message.", named_id(message))
 
 
 def answer_until_loaded(wire: Wire, kept: KeptAnswers, loaded: threading.Event) -> Session:
@@ -287,7 +288,7 @@ def answer_until_loaded(wire: Wire, kept: KeptAnswers, loaded: threading.Event) 
         answers = kept.answers(session.initialize["params"].get("protocolVersion")) if session.initialize else None
         if names_no_valid_id(message):
             # Refused now, as once the SDK is loaded: no kept answer goes under an id the protocol does not take.
-            wire.send({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": NO_VALID_ID}})
+            wire.send(error_answer(INVALID_REQUEST, NO_VALID_ID))
         elif session.waiting or message is None:
             session.waiting.append(line)
         elif method == "initialize" and session.initialize is None and "id" in message:
@@ -514,7 +515,7 @@ def _refuse_every_request(wire: Wire, session: Session, reason: str) -> None:
     for line in itertools.chain(session.waiting, iter(wire.read_line, None)):
         message = _parse(line) if line else None
         if message is not None and "method" in message and named_id(message) is not None:
-            wire.send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": INTERNAL_ERROR, "message": reason}})
+            wire.send(error_answer(INTERNAL_ERROR, reason, message["id"]))
 
 
 def serve(account: str, *, on_error: Callable[[BaseException], int]) -> int:

@@ -14,11 +14,11 @@ from memories.services.entries import (
     ABSENT_VERSION,
     KEEP,
     VersionConflict,
-    account_default_privacy,
     entry_delete,
     entry_put,
     entry_state_locked,
     held_expiry,
+    held_privacy,
 )
 from memories.services.guarding import CLEAN, GuardDecision, guard_decide, held_write_new
 from memories.services.locks import entries_lock, users_lock
@@ -188,10 +188,8 @@ def _batch_apply(
     it names an expected_version the entry is not at."""
     if operation.op == BatchOp.PUT and decision.hold:
         assert operation.value is not None
-        # As entry_put: a write on a version the entry is no longer at is refused, not held; one that would create
-        # the entry and names no privacy takes the account's default as it is now.
+        # As entry_put: a write on a version the entry is no longer at is refused, not held.
         exists = _check_held_version(owner=owner, uid=uid, operation=operation)
-        privacy = operation.privacy if operation.privacy is not None or exists else account_default_privacy(owner)
         held = held_write_new(
             owner=owner,
             uid=uid,
@@ -199,7 +197,7 @@ def _batch_apply(
             value=operation.value,
             kind=operation.kind,
             meta=operation.meta,
-            privacy=privacy,
+            privacy=held_privacy(owner=owner, privacy=operation.privacy, exists=exists),
             actor=actor,
             decision=decision,
             expiry=held_expiry(ttl=operation.ttl, expires=operation.expires),

@@ -417,6 +417,13 @@ def account_default_privacy(owner: User) -> str:
     return account_policy(account=owner).default_privacy or Privacy.SHARED
 
 
+def held_privacy(*, owner: User, privacy: str | None, exists: bool) -> str | None:
+    """The privacy a held write keeps: the one it named; for a write that would create the entry and names none,
+    the account's default as it is now, not as it may be at the approval (a default made shared meanwhile would
+    share it); None (the entry's own) for a change of an existing entry that names none."""
+    return privacy if privacy is not None or exists else account_default_privacy(owner)
+
+
 def _snapshot(entry: MemoryEntry) -> MemoryEntry:
     return MemoryEntry(
         value=entry.value,
@@ -732,9 +739,7 @@ def _put_locked(put: _Put, *, held_expiry: HeldExpiry = KEEPS_EXPIRY) -> PutResu
             value=put.value,
             kind=put.kind,
             meta=put.meta,
-            # A write that would create the entry and names no privacy takes the account's default as it is now, not
-            # as it may be when the write is approved (a default made shared meanwhile would share it).
-            privacy=put.privacy if put.privacy is not None or entry is not None else account_default_privacy(put.owner),
+            privacy=held_privacy(owner=put.owner, privacy=put.privacy, exists=entry is not None),
             actor=put.actor,
             decision=put.decision,
             expiry=held_expiry,
