@@ -29,10 +29,11 @@ from memories.models import (
     new_honcho_session_id,
 )
 from memories.search.lexical import FTS_TABLE, POSTGRES_SEARCH_INDEXES, WORDS_TABLE, word_statistics_clear
-from memories.selectors import account_policy
+from memories.selectors import account_policy, entry_get
 from memories.services.entries import (
     ENTRY_IDENTITY_COLUMNS,
     account_default_privacy,
+    held_privacy,
     privacy_withdraw,
     sync_outbox_record,
 )
@@ -454,6 +455,9 @@ def entries_import(
             guard_mode = account_policy(account=owner).guard_mode
             decision = guard_decide(owner=owner, uid=record.uid, key=record.key, value=record.value, mode=guard_mode)
         if decision.hold:
+            # A held record that names no privacy keeps what a put of it would take now: the entry's own, or for a
+            # new entry the account's default as it is at the import, not at the approval.
+            exists = record.privacy is None and entry_get(owner=owner, uid=record.uid, key=record.key) is not None
             held.append(
                 held_write_new(
                     owner=owner,
@@ -462,7 +466,7 @@ def entries_import(
                     value=record.value,
                     kind=record.kind,
                     meta=record.meta,
-                    privacy=record.privacy,
+                    privacy=held_privacy(owner=owner, privacy=record.privacy, exists=exists),
                     actor=actor,
                     decision=decision,
                     # An imported record brings its expiry, or none: the entry takes what the record says.

@@ -528,10 +528,23 @@ def test_a_held_create_takes_the_default_privacy_of_when_it_was_written_not_of_i
         {"operations": [{"op": "put", "key": "other", "value": INJECTION}]},
         format="json",
     ).json()["results"][0]["held"]
-    assert (put["privacy"], batch["privacy"]) == ("local", "local")
+    services.entries_import(owner=owner, records=[services.ImportRecord(uid="alice", key="imported", value=INJECTION)])
+    imported = HeldWrite.objects.get(key="imported")
+    assert (put["privacy"], batch["privacy"], imported.privacy) == ("local", "local", "local")
 
     # The default made shared meanwhile: the writes were made while new memories stayed local.
     services.account_policy_set(account=owner, default_privacy="shared")
-    for held in (put, batch):
-        approved = services.held_write_approve(held_id=held["id"], decider=staff)
+    for held_id in (put["id"], batch["id"], imported.pk):
+        approved = services.held_write_approve(held_id=held_id, decider=staff)
         assert approved.entry.privacy == "local"
+
+
+@pytest.mark.django_db
+def test_a_held_import_of_an_existing_entry_that_names_no_privacy_keeps_the_entrys(owner, staff):
+    services.entry_put(owner=owner, uid="alice", key="note", value=CLEAN, privacy="shared")
+    services.account_policy_set(account=owner, guard_mode=GuardMode.HOLD, default_privacy="local")
+
+    services.entries_import(owner=owner, records=[services.ImportRecord(uid="alice", key="note", value=INJECTION)])
+
+    approved = services.held_write_approve(held_id=HeldWrite.objects.get(key="note").pk, decider=staff)
+    assert (approved.entry.value, approved.entry.privacy) == (INJECTION, "shared")
