@@ -38,11 +38,6 @@ UNSTORABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 IDENTIFIER_FORBIDDEN_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-# A uid or key is a segment of the API's and the dashboard's URLs; these two are resolved away by every client
-# (RFC 3986's dot segments: /memories/.. is the user's page), so an entry under one could not be reached.
-DOT_SEGMENTS = frozenset({".", ".."})
-
-
 def _has_unstorable_characters(text: str) -> bool:
     return UNSTORABLE_CHARACTERS.search(text) is not None
 
@@ -56,8 +51,6 @@ def _check_identifier(field: str, text: object, max_length: int) -> str:
         raise InvalidField(field, f"must be at most {max_length} characters; got {len(text)}.")
     if IDENTIFIER_FORBIDDEN_CHARACTERS.search(text):
         raise InvalidField(field, "must not contain control characters.")
-    if text in DOT_SEGMENTS:
-        raise InvalidField(field, f"must not be {text!r}: a URL cannot name it (clients and browsers resolve it away).")
     return text
 
 

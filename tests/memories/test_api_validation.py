@@ -92,15 +92,10 @@ def test_the_tool_names_a_number_in_meta_out_of_range(owner_api):
         ("alice", "k" * 256, "key", "at most 255 characters"),
         ("tab\there", "language", "uid", "control characters"),
         ("alice", "bell\x07", "key", "control characters"),
-        ("%2E%2E", "language", "uid", "a URL cannot name it"),
-        ("alice", "%2E", "key", "a URL cannot name it"),
     ],
 )
 def test_a_bad_uid_or_key_in_the_path_gets_a_400_naming_it(owner_api, uid, key, field, words):
-    # A dot segment travels percent-encoded (a client would resolve "/memories/.." away before sending it).
-    response = owner_api.put(
-        f"{BASE}/{quote(uid, safe='%')}/memories/{quote(key, safe='%')}", {"value": "x"}, format="json"
-    )
+    response = owner_api.put(f"{BASE}/{quote(uid)}/memories/{quote(key)}", {"value": "x"}, format="json")
 
     assert response.status_code == 400
     assert words in response.json()[field][0]
@@ -109,14 +104,7 @@ def test_a_bad_uid_or_key_in_the_path_gets_a_400_naming_it(owner_api, uid, key, 
 
 @pytest.mark.parametrize(
     ("key", "words"),
-    [
-        ("", "must not be empty"),
-        ("k" * 256, "at most 255"),
-        ("new\nline", "control characters"),
-        (None, "null"),
-        ("..", "a URL cannot name it"),
-        (".", "a URL cannot name it"),
-    ],
+    [("", "must not be empty"), ("k" * 256, "at most 255"), ("new\nline", "control characters"), (None, "null")],
 )
 def test_a_bad_key_in_a_post_body_gets_a_400_naming_it(owner_api, key, words):
     response = owner_api.post(f"{BASE}/alice/memories/", {"key": key, "value": "x"}, format="json")
