@@ -14,7 +14,9 @@ from memoryhub_client import (
     Entry,
     HubConnectionError,
     HubTimeout,
+    InvalidArgument,
     MemoryHub,
+    MemoryHubError,
     NotFound,
     PayloadTooLarge,
     PreconditionFailed,
@@ -188,8 +190,19 @@ def test_a_key_holding_a_slash_is_stored_through_the_body(client: MemoryHub, uid
     stored = client.put(uid, "projects/memoryhub", "the client")
     assert stored.key == "projects/memoryhub"
     assert [entry.key for entry in client.entries(uid)] == ["projects/memoryhub"]
-    with pytest.raises(ValueError, match="cannot travel"):
+    with pytest.raises(InvalidArgument, match="cannot travel") as refused:
         client.get(uid, "projects/memoryhub")
+    # One except clause for every error of the client, and the ValueError it is.
+    assert isinstance(refused.value, MemoryHubError) and isinstance(refused.value, ValueError)
+
+
+def test_arguments_the_client_cannot_send_are_refused_by_name_before_any_request(client: MemoryHub, uid: str) -> None:
+    with pytest.raises(InvalidArgument, match="limit must be a whole number of at least 1; got 0"):
+        client.search(uid, "editor", limit=0)
+    with pytest.raises(InvalidArgument, match="uid must not be empty"):
+        client.get("", "editor")
+    with pytest.raises(ValueError, match="must start with http:// or https://"):
+        MemoryHub("127.0.0.1:8000", "token")
 
 
 def test_keys_that_look_like_path_dots_reach_their_own_memory(client: MemoryHub, uid: str) -> None:

@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import httpx
 import pytest
 from live_hub import Hub
-from memoryhub_client import AsyncMemoryHub, BatchOperation, MemoryHub, RateLimited, _calls, _core
+from memoryhub_client import (
+    AsyncMemoryHub,
+    BatchOperation,
+    Entry,
+    HubConnectionError,
+    MemoryHub,
+    NotFound,
+    RateLimited,
+    _calls,
+    _core,
+)
 
 # Far more than the limit of 5 a second: the burst meets a 429 however slow the machine is.
 BURST = 40
@@ -155,6 +166,71 @@ def test_a_lost_connection_is_retried_only_when_nothing_was_sent_or_the_call_is_
     assert _core.delay_after_error(SETTINGS, batch, 0, httpx.ConnectError("refused")) is not None
     assert _core.delay_after_error(SETTINGS, batch, 0, httpx.ReadTimeout("slow")) is None
     assert _core.delay_after_error(SETTINGS, read, 0, httpx.ReadTimeout("slow")) is not None
+
+
+def _put(**condition: object) -> _core.Call[Entry]:
+    arguments: dict = {"kind": None, "meta": None, "if_match": None, "create_only": False, **condition}
+    return _calls.entry_put("alice", "language", "prefers Python", **arguments)
+
+
+def test_calls_whose_repeat_answers_otherwise_are_not_retried_once_they_may_have_been_sent() -> None:
+    # Sent again after the hub made the change, each would answer 404 or 412 for a change that was made.
+    repeat_differs: list[_core.Call[Any]] = [
+        _put(create_only=True),
+        _put(if_match=3),
+        _calls.entry_update("alice", "language", value="x", kind=None, meta=None, if_match=3),
+        _calls.entry_delete("alice", "language", if_match=None),
+        _calls.user_forget("alice"),
+    ]
+    for call in repeat_differs:
+        assert _core.delay_after_error(SETTINGS, call, 0, httpx.ReadTimeout("slow")) is None, call
+        assert _core.delay_after_error(SETTINGS, call, 0, httpx.ConnectError("refused")) is not None, call
+    # Set to the same value twice, an entry is as it was after once.
+    for call in (_put(), _calls.entry_update("alice", "language", value="x", kind=None, meta=None, if_match=None)):
+        assert _core.delay_after_error(SETTINGS, call, 0, httpx.ReadTimeout("slow")) is not None, call
+
+
+class LoseNextAnswer(httpx.BaseTransport):
+    """Sends each request to the hub; when armed, the connection breaks after the hub answered (the answer is lost)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.armed = False
+        self.sent = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        response = self.inner.handle_request(request)
+        response.read()
+        if self.armed:
+            self.armed = False
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return response
+
+
+def test_a_write_whose_answer_was_lost_says_it_may_have_been_made_instead_of_failing_on_its_own_change(
+    hub: Hub, uid: str
+) -> None:
+    lossy = LoseNextAnswer()
+    with (
+        MemoryHub(hub.url, hub.token, backoff=0.01, http_client=httpx.Client(transport=lossy)) as client,
+        MemoryHub(hub.url, hub.token) as reader,
+    ):
+        lossy.armed = True
+        with pytest.raises(HubConnectionError, match="may have made the change"):
+            client.put(uid, "editor", "vim", create_only=True)
+        assert (reader.get(uid, "editor").value, lossy.sent) == ("vim", 1)
+
+        lossy.armed = True
+        with pytest.raises(HubConnectionError, match="may have made the change"):
+            client.delete(uid, "editor")
+        with pytest.raises(NotFound):
+            reader.get(uid, "editor")
+
+        # A plain put is sent again, and the second answer is the caller's.
+        lossy.armed = True
+        assert client.put(uid, "editor", "helix").value == "helix"
+        assert lossy.sent == 4
 
 
 def test_retry_after_as_an_http_date_is_read_as_seconds_from_now() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from memoryhub_client._core import Call, segment
-from memoryhub_client.errors import WriteHeld
+from memoryhub_client.errors import InvalidArgument, WriteHeld
 from memoryhub_client.models import (
     BatchOperation,
     BatchOutcome,
@@ -34,7 +34,7 @@ def if_match_value(version: Version) -> str:
     if isinstance(version, Entry):
         return version.etag
     if isinstance(version, bool):
-        raise TypeError("if_match takes a version, an ETag or an Entry, not a bool.")
+        raise InvalidArgument("if_match takes a version, an ETag or an Entry, not a bool.")
     if isinstance(version, int) or version.isdigit():
         return f'"{version}"'
     return version
@@ -85,18 +85,28 @@ def entry_put(
     if privacy is not None:
         body["privacy"] = privacy
     if if_match is not None and create_only:
-        raise ValueError("if_match and create_only exclude each other: one asks for a version, the other for none.")
+        raise InvalidArgument(
+            "if_match and create_only exclude each other: one asks for a version, the other for none."
+        )
     if "/" in key:
         # A key holding '/' cannot be a path segment: the hub takes it in the body of a POST (an upsert).
         if if_match is not None or create_only:
-            raise ValueError(f"key {key!r} holds '/': it can be stored, but not conditionally.")
+            raise InvalidArgument(f"key {key!r} holds '/': it can be stored, but not conditionally.")
         return Call("POST", _memories(uid), _written, body={"key": key, **body})
     headers = {}
     if if_match is not None:
         headers["If-Match"] = if_match_value(if_match)
     if create_only:
         headers["If-None-Match"] = "*"
-    return Call("PUT", _memory(uid, key), _written, body=body, headers=headers)
+    # A conditional put sent again after its answer was lost would find its own write and answer 412: not retried.
+    return Call("PUT", _memory(uid, key), _written, body=body, headers=headers, idempotent=not headers)
+
+
+def search_limit(limit: int) -> int:
+    """A search's limit, the page size it asks for: a whole number of at least 1."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidArgument(f"limit must be a whole number of at least 1; got {limit!r}.")
+    return limit
 
 
 def entry_get(uid: str, key: str) -> Call[Entry]:
@@ -117,13 +127,15 @@ def entry_update(
     fields = (("value", value), ("kind", kind), ("meta", meta), ("privacy", privacy), ("ttl", ttl))
     body = {name: given for name, given in fields if given is not None}
     headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
-    # Setting fields to given values twice leaves the entry as once: safe to retry.
-    return Call("PATCH", _memory(uid, key), _written, body=body, headers=headers)
+    # Setting fields to given values twice leaves the entry as once: safe to retry, unless it names the version
+    # the first one moved on from (412).
+    return Call("PATCH", _memory(uid, key), _written, body=body, headers=headers, idempotent=not headers)
 
 
 def entry_delete(uid: str, key: str, *, if_match: Version | None) -> Call[None]:
     headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
-    return Call("DELETE", _memory(uid, key), _nothing, headers=headers)
+    # Sent again after its answer was lost, a delete finds nothing to delete (404): not retried.
+    return Call("DELETE", _memory(uid, key), _nothing, headers=headers, idempotent=False)
 
 
 def entry_list(
@@ -193,7 +205,8 @@ def user_forget(uid: str, *, erase: bool = False) -> Call[int]:
         return int(response.json()["deleted"])
 
     params = {"erase": "1"} if erase else None
-    return Call("DELETE", f"/users/{segment(uid, name='uid')}", parse, params=params)
+    # As a delete: sent again, it finds no user (404).
+    return Call("DELETE", f"/users/{segment(uid, name='uid')}", parse, params=params, idempotent=False)
 
 
 def info() -> Call[Info]:

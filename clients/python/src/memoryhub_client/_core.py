@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
-from memoryhub_client.errors import APIError, HubConnectionError, HubTimeout, error_for_status
+from memoryhub_client.errors import APIError, HubConnectionError, HubTimeout, InvalidArgument, error_for_status
 
 T = TypeVar("T")
 
@@ -29,7 +29,6 @@ DEFAULT_BACKOFF = 0.5  # seconds before the first retry without Retry-After; dou
 MAX_BACKOFF = 8.0  # seconds, the longest wait between two attempts without Retry-After
 DEFAULT_MAX_RETRY_WAIT = 30.0  # seconds: a Retry-After longer than this is raised, not waited out
 RETRY_STATUSES = frozenset({429, 503})
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 try:
     from importlib.metadata import PackageNotFoundError, version
@@ -46,9 +45,10 @@ except ImportError:  # pragma: no cover - importlib.metadata is in every support
 class Call(Generic[T]):
     """One API call: what to send and how to read a successful answer.
 
-    `idempotent` says whether sending it twice is as good as once; only such calls are retried
-    after a 503 or a connection lost mid-way. A 429 is retried for any call: the hub's rate limit
-    refuses a request before doing anything.
+    `idempotent` says whether sending it twice answers as sending it once; only such calls are retried
+    after a 503 or a connection lost mid-way (a delete, or a write naming a version, sent again after it was
+    applied would answer 404 or 412 for a change that was made). A 429 is retried for any call: the hub's rate
+    limit refuses a request before doing anything.
     """
 
     method: str
@@ -84,6 +84,8 @@ class Settings:
     ) -> Settings:
         url = (base_url or os.environ.get("MEMORYHUB_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = url.removesuffix(API_PREFIX)
+        if not url.lower().startswith(("http://", "https://")):
+            raise ValueError(f"The hub's URL must start with http:// or https://; got {url!r}.")
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more.")
         return cls(
@@ -106,9 +108,9 @@ class Settings:
 def segment(value: str, *, name: str) -> str:
     """uid or key as one path segment. '/' can never travel in a path (the hub splits on it)."""
     if "/" in value:
-        raise ValueError(f"{name} {value!r} holds '/', which cannot travel in a URL path.")
+        raise InvalidArgument(f"{name} {value!r} holds '/', which cannot travel in a URL path.")
     if not value:
-        raise ValueError(f"{name} must not be empty.")
+        raise InvalidArgument(f"{name} must not be empty.")
     if value in (".", ".."):
         # Dot segments would be folded away by URL normalisation; percent-encoded they arrive as sent.
         return value.replace(".", "%2E")
@@ -171,16 +173,28 @@ def delay_after_error(settings: Settings, call: Call[Any], attempt: int, error: 
     """
     if attempt >= settings.max_retries:
         return None
-    never_sent = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-    if not (never_sent or call.idempotent):
+    if not (_never_sent(error) or call.idempotent):
         return None
     return backoff_delay(settings, attempt)
 
 
-def connection_error(settings: Settings, error: httpx.TransportError) -> HubConnectionError:
+def _never_sent(error: httpx.TransportError) -> bool:
+    """Whether the failure came before the request could leave (no connection was made)."""
+    return isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+
+
+def connection_error(settings: Settings, error: httpx.TransportError, call: Call[Any]) -> HubConnectionError:
+    """The error for a transport failure; for a write whose request may have left, it says the hub may have made
+    the change (read before trying again)."""
+    never_sent = _never_sent(error)
+    maybe_made = "" if call.method in ("GET", "HEAD") or never_sent else " The hub may have made the change."
     if isinstance(error, httpx.TimeoutException):
-        return HubTimeout(f"No answer from {settings.base_url} within {settings.timeout:g} s ({type(error).__name__}).")
-    return HubConnectionError(f"Cannot reach {settings.base_url}: {error}")
+        return HubTimeout(
+            f"No answer from {settings.base_url} within {settings.timeout:g} s ({type(error).__name__}).{maybe_made}"
+        )
+    if never_sent:
+        return HubConnectionError(f"Cannot reach {settings.base_url}: {error}")
+    return HubConnectionError(f"The connection to {settings.base_url} broke before its answer: {error}.{maybe_made}")
 
 
 def answer(call: Call[T], response: httpx.Response) -> T:

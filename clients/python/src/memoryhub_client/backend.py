@@ -31,7 +31,7 @@ PRIVACY_CLASSES = ("local", "shared")
 PAGE_SIZE = 500
 # What makes an operation answer False, None or [] (logged) rather than raise, as the protocol's other
 # backends do: the hub's refusals and failures, and a uid or key no request can carry (empty, or a
-# uid holding '/': the client refuses those with ValueError before sending anything).
+# uid holding '/': the client refuses those with InvalidArgument, a ValueError, before sending anything).
 _REFUSED = (MemoryHubError, ValueError)
 
 

@@ -91,7 +91,7 @@ class MemoryHub:
             except httpx.TransportError as error:
                 delay = _core.delay_after_error(self._settings, call, attempt, error)
                 if delay is None:
-                    raise _core.connection_error(self._settings, error) from error
+                    raise _core.connection_error(self._settings, error, call) from error
             else:
                 delay = _core.delay_after_response(self._settings, call, attempt, response)
                 if delay is None:
@@ -210,7 +210,7 @@ class MemoryHub:
         self, uid: str, q: str, *, kind: str | None = None, limit: int = 10, meta: dict[str, Any] | None = None
     ) -> list[Entry]:
         """The `limit` memories that best match q (ranked by the hub), in one request."""
-        return self.entries(uid, q=q, kind=kind, page_size=limit, meta=meta).items[:limit]
+        return self.entries(uid, q=q, kind=kind, page_size=_calls.search_limit(limit), meta=meta).items[:limit]
 
     def history(self, uid: str, key: str, *, page_size: int | None = None) -> Page[Event]:
         """Every change to a memory, newest first; NotFound when it never existed."""

@@ -1,7 +1,8 @@
 """What can go wrong talking to a hub: one exception per kind of answer, all under MemoryHubError.
 
 An answer the hub gave (4xx, 5xx) is an APIError subclass carrying the status, the hub's message
-(`detail`) and the decoded body; a hub that could not be reached is a HubConnectionError. A put or
+(`detail`) and the decoded body; a hub that could not be reached is a HubConnectionError; an argument the
+client cannot send is an InvalidArgument (a ValueError too), raised before any request. A put or
 update that the hub's write guard held for review (202) is a WriteHeld: nothing was stored.
 """
 
@@ -18,6 +19,7 @@ __all__ = [
     "Conflict",
     "HubConnectionError",
     "HubTimeout",
+    "InvalidArgument",
     "MemoryHubError",
     "NotFound",
     "PayloadTooLarge",
@@ -31,6 +33,11 @@ __all__ = [
 
 class MemoryHubError(Exception):
     """Every error this client raises."""
+
+
+class InvalidArgument(MemoryHubError, ValueError):
+    """An argument the client cannot send, refused before any request (a uid or key holding '/', an empty one,
+    if_match with create_only, a search limit under 1): also a ValueError."""
 
 
 class HubConnectionError(MemoryHubError):
