@@ -57,13 +57,10 @@ Uid = Annotated[
         "characters (e.g. 'discord:1234'). Use 'default' when you serve one person.",
     ),
 ]
-Key = Annotated[
-    str,
-    Field(
-        description=f"The memory's name, unique per user, 1 to {KEY_MAX_LENGTH} characters, "
-        "e.g. 'language' or 'editor'. Storing under an existing key replaces its value.",
-    ),
-]
+KEY_DESCRIPTION = f"The memory's name, unique per user, 1 to {KEY_MAX_LENGTH} characters, e.g. 'language' or 'editor'."
+Key = Annotated[str, Field(description=KEY_DESCRIPTION)]
+# remember's key: the one tool for which an existing key means something more.
+StoredKey = Annotated[str, Field(description=KEY_DESCRIPTION + " Storing under an existing key replaces its value.")]
 # A value a recall's meta filter compares a field with.
 MetaFilterValue = str | int | float | bool
 
@@ -266,7 +263,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
     )
     async def remember(
         ctx: Context,
-        key: Key,
+        key: StoredKey,
         value: Annotated[
             str,
             Field(

@@ -63,6 +63,9 @@ def test_the_tools_are_listed_with_schemas_and_descriptions(hub):
     remember = tools["remember"]
     assert set(remember.input_schema["required"]) == {"key", "value"}
     assert "replaces" in remember.input_schema["properties"]["key"]["description"]
+    # Only remember stores: the key of a read or a forget says nothing of replacing.
+    for name in ("get", "forget", "history"):
+        assert "replaces" not in tools[name].input_schema["properties"]["key"]["description"], name
     assert tools["context"].input_schema["properties"]["budget"]["maximum"] == 20000
     assert all(tool.description for tool in tools.values())
 

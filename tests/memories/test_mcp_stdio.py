@@ -338,3 +338,31 @@ def test_a_request_naming_no_valid_id_is_refused_before_the_sdk_loads_and_a_resp
     no_id = {"code": -32600, "message": "Invalid request: id must be a string or a whole number."}
     assert [answer for answer in answers if "error" in answer] == [{"jsonrpc": "2.0", "id": None, "error": no_id}]
     assert sorted(answer["id"] for answer in answers if "result" in answer) == [1, 9]
+
+
+def test_the_check_script_of_the_agents_guide_starts_the_server_with_the_configurations_env(database, tmp_path):
+    # The script as docs/AGENTS.md prints it, run with none of the hub's settings in its own environment: the
+    # server finds the hub's database only through the configuration's "env" block, as a client would start it.
+    guide = (PROJECT / "docs" / "AGENTS.md").read_text()
+    script = guide[guide.index("this script (`check_mcp_config.py`)") :].split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "check_mcp_config.py").write_text(script)
+    hub_settings = {**database.env, "SECRET_KEY": hub_environment(database)["SECRET_KEY"]}
+    server = {"command": str(PROJECT / "hub"), "args": ["mcp", "--account", "desk"], "env": hub_settings}
+    (tmp_path / "config.json").write_text(json.dumps({"mcpServers": {"memoryhub": server}}))
+    bare = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "SECRET_KEY")}
+    bare = {name: value for name, value in bare.items() if not name.startswith(("MEMORYHUB_", "HONCHO_"))}
+
+    checked = subprocess.run(
+        [sys.executable, "check_mcp_config.py", "config.json"],
+        cwd=tmp_path,
+        env=bare,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    tools, header, memory = checked.stdout.splitlines()
+    assert tools == "['remember', 'recall', 'get', 'list', 'forget', 'history', 'context']"
+    assert header.startswith("Memories about alice (1 of 1")
+    assert memory == "- language (preference): prefers Python"
