@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 
 from memories import outbox, selectors, services
 from memories.accounts import request_account
+from memories.forms import same_lines
 from memories.guard import guard_reasons, guard_reveal
 from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, Privacy, SyncTask
 from memories.validation import (
@@ -53,6 +54,8 @@ def _to_the_second(moment: datetime | None) -> datetime | None:
 
 
 class MemoryEntryForm(forms.ModelForm):
+    # Not stripped: a value's leading and trailing spaces and line breaks are the agent's (Django's default strips).
+    value = forms.CharField(strip=False, widget=forms.Textarea)
     meta = MetaJSONField(required=False)
     # Left empty on a new entry: the account's default_privacy, as a write that names none.
     privacy = forms.ChoiceField(
@@ -91,6 +94,13 @@ class MemoryEntryForm(forms.ModelForm):
             )
         if "meta" in cleaned and cleaned["meta"] is None:
             cleaned["meta"] = {}
+        if isinstance(cleaned.get("value"), str):
+            # A browser sends a textarea's line breaks as CRLF: a value left as it was is kept byte for byte, a
+            # changed one is stored with LF, as the dashboard's form does (a save of the kind alone rewrote every
+            # line break, and a value near its byte limit could not be saved at all).
+            value = same_lines(cleaned["value"])
+            unchanged = self.instance.pk is not None and same_lines(self.instance.value) == value
+            cleaned["value"] = self.instance.value if unchanged else value
         # The expiry as shown (to the second) and left alone is kept; another one is checked as the API checks it.
         self.expires_changed = _to_the_second(cleaned.get("expires")) != _to_the_second(self.instance.expires)
         if self.expires_changed and cleaned.get("expires") is not None:

@@ -28,6 +28,27 @@ def test_editing_an_entry_in_the_admin_goes_through_the_services(admin_client_lo
     assert (update.action, update.value_before, update.value_after, update.actor) == ("update", "Python", "Rust", staff)
 
 
+def test_a_value_left_as_it_was_in_the_admin_keeps_its_line_breaks_and_spaces(admin_client_logged_in, owner):
+    value = "  first line\nsecond line\n" + "x" * (65536 - 26) + "\n"  # at the byte limit, with LF
+    entry = services.entry_put(owner=owner, uid="alice", key="note", value=value).entry
+    change = f"/admin/memories/memoryentry/{entry.pk}/change/"
+
+    # As a browser sends the textarea back: every line break as CRLF. Only the kind changes.
+    sent = value.replace("\n", "\r\n")
+    response = admin_client_logged_in.post(change, {"value": sent, "kind": "fact", "meta": "{}", "shown_version": "1"})
+
+    assert response.status_code == 302
+    entry.refresh_from_db()
+    assert (entry.value, entry.kind, entry.version) == (value, "fact", 2)
+    update = selectors.entry_history(owner=owner, uid="alice", key="note").first()
+    assert update.value_before == update.value_after == value
+
+    # A changed value is stored with LF, its spaces kept.
+    admin_client_logged_in.post(change, {"value": " a\r\nb ", "kind": "fact", "meta": "{}", "shown_version": "2"})
+    entry.refresh_from_db()
+    assert entry.value == " a\nb "
+
+
 def test_adding_an_entry_in_the_admin_records_its_creation(admin_client_logged_in, owner):
     response = admin_client_logged_in.post(
         "/admin/memories/memoryentry/add/",
