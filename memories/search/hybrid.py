@@ -70,7 +70,8 @@ RRF_K = 60
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
 # The relevance cut-off (each result's `relevant`): a fused entry passes when both rankings found it (among
-# the word ranking's first LEXICAL_FUSED and the nearest by meaning), or by meaning alone when it is both
+# the word ranking's first LEXICAL_FUSED and the nearest by meaning), when it is among those first by words and
+# holds every word and phrase of the query (HybridMatches._holding_every_word), or by meaning alone when it is both
 # close to the query and stands out: its plain similarity (the cosine of its own vector and the query's, not
 # about the user's centre) is at least SEMANTIC_CLOSE, and its similarity stands at least SEMANTIC_STANDOUT
 # standard deviations above the mean over all the user's entries (a meaning that stands out from everything
@@ -414,6 +415,8 @@ class HybridMatches:
         # Of the fused ids a page has read (shown), whether each is one of the user's entries the filter lets
         # through: the count asks the same of those found by meaning alone, without reading them again.
         self._read_visible: dict[int, bool] = {}
+        # The ids _holding_every_word finds (None: not read yet).
+        self._every_word: frozenset[int] | None = None
 
     @property
     def fused(self) -> "FusedOrder":
@@ -439,10 +442,30 @@ class HybridMatches:
     def _relevant(self, lexical_rank: int | None, similarity: float | None, entry_id: int) -> bool:
         among_first_words = lexical_rank is not None and lexical_rank <= LEXICAL_FUSED
         if similarity is None:
-            # An entry without a vector yet (just written; the worker embeds it in seconds) cannot be judged by
-            # meaning: the words alone decide.
-            return among_first_words and not self._has_vector(entry_id)
+            # Among the first by words but not among the nearest by meaning: relevant when it holds every word
+            # and phrase of the query ("coffee" among 800 notes on coffee, whose nearest by meaning are others of
+            # them), or when it has no vector yet (just written; the worker embeds it in seconds), so the words
+            # alone decide.
+            if not among_first_words:
+                return False
+            return not self._has_vector(entry_id) or entry_id in self._holding_every_word()
         return among_first_words or self._close_and_stands_out(entry_id, similarity)
+
+    def _holding_every_word(self) -> frozenset[int]:
+        """Of the word ranking's first LEXICAL_FUSED that the meaning did not find, those holding every word and
+        phrase of the query (as matched_terms finds them): their folded texts read once, in one statement."""
+        if self._every_word is None:
+            asked = {*self.query.words, *self.query.phrases}
+            nearest = {entry_id for entry_id, _ in self.nearest}
+            ids = [candidate.entry_id for candidate in self.lexical.candidates[:LEXICAL_FUSED]]
+            ids = [entry_id for entry_id in ids if entry_id not in nearest]
+            rows = self._visible_rows("id, key_folded, value_folded", ids) if ids and asked else []
+            self._every_word = frozenset(
+                entry_id
+                for entry_id, key_folded, value_folded in rows
+                if asked <= set(matched_terms(self.query, key_folded, value_folded))
+            )
+        return self._every_word
 
     def _has_vector(self, entry_id: int) -> bool:
         if self.embedded is None:

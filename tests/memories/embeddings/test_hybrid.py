@@ -378,6 +378,24 @@ def test_an_entry_unlike_the_user_s_many_look_alikes_is_relevant_to_the_question
     assert [result["key"] for result in results if result["relevant"]] == ["pet"]
 
 
+def test_the_first_word_matches_of_a_word_the_look_alikes_share_are_relevant(owner_api: APIClient, alike: None) -> None:
+    # The nearest by meaning are other notes on coffee than the ones the words rank first: each of those holds the
+    # query's every word, so it is relevant whether or not the meaning found it too.
+    results, ranking = _search(owner_api, "coffee")
+    first_by_words = [result for result in results if (result["lexical_rank"] or 99) <= hybrid.LEXICAL_FUSED]
+    assert ranking == "hybrid" and len(first_by_words) == hybrid.LEXICAL_FUSED
+    assert any(result["semantic_similarity"] is None for result in first_by_words)
+    assert all(result["relevant"] for result in first_by_words)
+
+
+def test_a_word_match_holding_only_some_of_the_querys_words_is_not_relevant_by_its_words_alone(
+    owner_api: APIClient, alike: None
+) -> None:
+    results, _ = _search(owner_api, "coffee with oat milk")
+    by_words_alone = [result for result in results if result["semantic_similarity"] is None]
+    assert by_words_alone and not any(result["relevant"] for result in by_words_alone)
+
+
 # A new user's first memories: too few for any one of them to stand SEMANTIC_STANDOUT deviations above the rest.
 FEW = {
     "job": "works as a nurse at the city hospital",
