@@ -76,4 +76,5 @@ get_resolver().url_patterns  # noqa: B018 - the property imports the URLconf
 from memories.mcp.http import with_mcp  # noqa: E402
 from memoryhub.middleware import asgi_body_limit  # noqa: E402
 
-application = asgi_body_limit(with_mcp(django_application))
+# /mcp checks its bodies' size itself (memories.mcp.http), answering in JSON-RPC as an MCP client reads it.
+application = with_mcp(asgi_body_limit(django_application))

@@ -207,7 +207,7 @@ Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
-def asgi_body_limit(app: ASGIApp) -> ASGIApp:
+def asgi_body_limit(app: Callable[..., Awaitable[None]]) -> ASGIApp:
     """Wrap an ASGI application so that no request body beyond MEMORYHUB_MAX_BODY_BYTES is read whole.
 
     Under ASGI the server streams the body and Django spools all of it before any middleware runs,

@@ -16,7 +16,9 @@ request reaches the SDK it passes the checks the REST API makes, in the same ord
 - the per-token rate limit, the very counter DRF's throttle keeps (memoryhub.api.TokenRateThrottle),
   so REST and MCP calls with one token share MEMORYHUB_RATE_LIMIT: 429 with Retry-After beyond.
 
-The account is then put in the ASGI scope, where the tools find it (tools.ACCOUNT_SCOPE_KEY).
+Each refusal is a JSON-RPC error (id null, data {"status": ..., "retry_after": ...}), so an SDK client raises
+it with its sentence. The account is then put in the ASGI scope, where the tools find it
+(tools.ACCOUNT_SCOPE_KEY).
 """
 
 import asyncio
@@ -108,8 +110,28 @@ def admit(token_key: str, client_address: str) -> Admission:
     return Admission(account=token.user)
 
 
-async def _answer(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _answer_json(send, status, {"detail": detail}, headers)
+# A refusal's JSON-RPC code: a request not as /mcp takes it (its Host, size, method or media type) is an invalid
+# request; one refused as it stands (no valid token, a foreign origin, the rate limit) a server error.
+REQUEST_REFUSED = -32000
+INVALID_STATUSES = frozenset({400, 405, 413, 415})
+
+
+async def _answer(
+    send: Send,
+    status: int,
+    detail: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    retry_after: int | None = None,
+) -> None:
+    """A refusal before the SDK reads the request: a JSON-RPC error under id null (the body is not read yet), which
+    an SDK client raises with this message (a body of another shape, it replaces by "Server returned an error
+    response"); its data names the HTTP status, and for a 429 the seconds Retry-After says."""
+    data: dict[str, int] = {"status": status}
+    if retry_after is not None:
+        data["retry_after"] = retry_after
+    code = INVALID_REQUEST if status in INVALID_STATUSES else REQUEST_REFUSED
+    await _answer_json(send, status, error_answer(code, detail, data=data), headers)
 
 
 async def _answer_json(send: Send, status: int, data: object, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -215,7 +237,7 @@ class MCPApplication:
             extra = [(b"www-authenticate", b'Bearer realm="memoryhub"')] if admission.status == 401 else []
             if admission.retry_after is not None:
                 extra.append((b"retry-after", str(admission.retry_after).encode()))
-            await _answer(send, admission.status, admission.detail, extra)
+            await _answer(send, admission.status, admission.detail, extra, retry_after=admission.retry_after)
             return
         if scope["method"] == "GET":
             # A stateless server sends nothing unasked: a GET's event stream would stay open and empty for ever.

@@ -221,9 +221,12 @@ def named_id(message: object) -> str | int | None:
     return named if isinstance(named, str | int) and not isinstance(named, bool) else None
 
 
-def error_answer(code: int, message: str, named: str | int | None = None) -> dict[str, Any]:
-    """A JSON-RPC error answer: code and message, under the id named (null when none is)."""
-    return {"jsonrpc": "2.0", "id": named, "error": {"code": code, "message": message}}
+def error_answer(code: int, message: str, named: str | int | None = None, data: object = None) -> dict[str, Any]:
+    """A JSON-RPC error answer: code and message (and data, when given), under the id named (null when none is)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": named, "error": error}
 
 
 def names_no_valid_id(message: object) -> bool:

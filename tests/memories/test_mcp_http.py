@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.memories.mcp_hub import http_session
 from tests.support.hub_process import RunningHub, call, create_token, hub_database, run_command, running_hub
@@ -246,6 +247,33 @@ def test_bad_arguments_are_tool_errors_naming_the_argument_and_what_to_change(hu
     assert status == 200
 
 
+def _refusal(body: bytes, status: int) -> dict:
+    """The JSON-RPC error of a refused request (id null: its body was not read), checked to name its status."""
+    answer = json.loads(body)
+    assert (answer["jsonrpc"], answer["id"], answer["error"]["data"]["status"]) == ("2.0", None, status)
+    return answer["error"]
+
+
+def test_an_sdk_client_refused_by_the_hub_reads_why(hub):
+    running, _ = hub
+
+    async def refused() -> MCPError:
+        with pytest.raises(Exception) as raised:  # the SDK's task group may wrap it in an ExceptionGroup
+            async with http_session(running.url, _bearer("not-a-token")):
+                pass
+        found: BaseException = raised.value
+        while isinstance(found, BaseExceptionGroup):
+            found = found.exceptions[0]
+        assert isinstance(found, MCPError)
+        return found
+
+    error = anyio.run(refused)
+
+    # Where the SDK said "Server returned an error response" for the REST-shaped body it had.
+    assert error.error.message == "Invalid token: send an API token of an active account."
+    assert error.error.data == {"status": 401}
+
+
 def test_no_token_or_an_unknown_one_is_a_401(hub):
     running, _ = hub
 
@@ -253,7 +281,7 @@ def test_no_token_or_an_unknown_one_is_a_401(hub):
     unknown = _post(running, LIST_TOOLS, _bearer("not-a-token"))
 
     assert missing[0] == 401 and missing[1]["www-authenticate"].startswith("Bearer")
-    assert "Authorization: Bearer" in json.loads(missing[2])["detail"]
+    assert "Authorization: Bearer" in _refusal(missing[2], 401)["message"]
     assert unknown[0] == 401
 
 
@@ -263,7 +291,15 @@ def test_a_body_of_another_media_type_is_a_415_in_json_as_the_rest_api_answers(h
     status, headers, answer = _post(running, LIST_TOOLS, {**_bearer(tokens["owner"]), "Content-Type": "text/plain"})
 
     assert status == 415 and headers["content-type"] == "application/json"
-    assert json.loads(answer) == {"detail": "Content-Type must be application/json: /mcp takes JSON-RPC messages."}
+    assert json.loads(answer) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "Content-Type must be application/json: /mcp takes JSON-RPC messages.",
+            "data": {"status": 415},
+        },
+    }
 
 
 def test_a_get_is_answered_405_at_once_as_a_stateless_server_opens_no_stream(hub):
@@ -278,7 +314,7 @@ def test_a_get_is_answered_405_at_once_as_a_stateless_server_opens_no_stream(hub
 
     assert status == 405
     assert allow == "POST"
-    assert "POST" in json.loads(body)["detail"]
+    assert "POST" in _refusal(body, 405)["message"]
 
 
 def test_a_browser_origin_other_than_the_hubs_own_is_refused(hub):
@@ -292,7 +328,7 @@ def test_a_browser_origin_other_than_the_hubs_own_is_refused(hub):
         async with http_session(running.url, headers) as session:
             return (await session.list_tools()).tools
 
-    assert foreign[0] == 403 and "evil.example" in json.loads(foreign[2])["detail"]
+    assert foreign[0] == 403 and "evil.example" in _refusal(foreign[2], 403)["message"]
     assert rebound[0] == 403
     assert len(anyio.run(own_origin)) == 7
 
@@ -302,7 +338,7 @@ def test_a_host_outside_allowed_hosts_is_refused(hub):
 
     status, _, body = _post(running, LIST_TOOLS, {**_bearer(tokens["owner"]), "Host": "evil.example"})
 
-    assert status == 400 and "ALLOWED_HOSTS" in json.loads(body)["detail"]
+    assert status == 400 and "ALLOWED_HOSTS" in _refusal(body, 400)["message"]
 
 
 def test_a_body_over_the_limit_is_a_413(hub):
@@ -314,7 +350,7 @@ def test_a_body_over_the_limit_is_a_413(hub):
 
     status, _, answer = _post(running, body, _bearer(tokens["owner"]))
 
-    assert status == 413 and "MEMORYHUB_MAX_BODY_BYTES" in json.loads(answer)["detail"]
+    assert status == 413 and "MEMORYHUB_MAX_BODY_BYTES" in _refusal(answer, 413)["message"]
     assert call(running.port, "GET", "/api/v1/users/erin/memories/big", tokens["owner"])[0] == 404
 
 
@@ -387,8 +423,10 @@ def test_the_rate_limit_is_the_tokens_own_shared_with_the_rest_api(hub):
 
     assert statuses[:RATE_LIMIT] == [200] * RATE_LIMIT, statuses
     assert statuses[RATE_LIMIT] == 429
-    status, headers, _ = _post(running, LIST_TOOLS, _bearer(tokens["limited"]))
+    status, headers, body = _post(running, LIST_TOOLS, _bearer(tokens["limited"]))
     assert status == 429 and int(headers["retry-after"]) >= 1
+    # The seconds to wait travel in the JSON-RPC error too, where an SDK client reads them.
+    assert _refusal(body, 429)["data"]["retry_after"] == int(headers["retry-after"])
     assert call(running.port, "GET", "/api/v1/info", tokens["limited"])[0] == 429
     assert call(running.port, "GET", "/api/v1/info", tokens["unlimited"])[0] == 200, "another token has its own count"
 

@@ -347,7 +347,8 @@ def test_the_check_script_of_the_agents_guide_starts_the_server_with_the_configu
     script = guide[guide.index("this script (`check_mcp_config.py`)") :].split("```python\n", 1)[1].split("```", 1)[0]
     (tmp_path / "check_mcp_config.py").write_text(script)
     hub_settings = {**database.env, "SECRET_KEY": hub_environment(database)["SECRET_KEY"]}
-    server = {"command": str(PROJECT / "hub"), "args": ["mcp", "--account", "desk"], "env": hub_settings}
+    create_token(database, "guide")  # an account of its own: the script's alice holds only what it stores
+    server = {"command": str(PROJECT / "hub"), "args": ["mcp", "--account", "guide"], "env": hub_settings}
     (tmp_path / "config.json").write_text(json.dumps({"mcpServers": {"memoryhub": server}}))
     bare = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "SECRET_KEY")}
     bare = {name: value for name, value in bare.items() if not name.startswith(("MEMORYHUB_", "HONCHO_"))}
