@@ -545,6 +545,8 @@ class WorkerHeartbeat(models.Model):
     kinds = models.CharField(max_length=255, help_text="The kinds of work it does, comma-separated.")
     started_at = models.DateTimeField(default=timezone.now)
     seen_at = models.DateTimeField(default=timezone.now)
+    # When it stopped (it no longer counts as there; its last seen time is still told). None: running.
+    stopped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "worker heartbeat"

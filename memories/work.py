@@ -106,14 +106,15 @@ def worker_name() -> str:
 def heartbeat_beat(*, name: str, kinds: Sequence[str], started_at: datetime, now: datetime) -> None:
     """Say that this worker is alive (one upsert), and forget workers silent for a day."""
     WorkerHeartbeat.objects.update_or_create(
-        name=name, defaults={"kinds": ",".join(kinds), "started_at": started_at, "seen_at": now}
+        name=name, defaults={"kinds": ",".join(kinds), "started_at": started_at, "seen_at": now, "stopped_at": None}
     )
     WorkerHeartbeat.objects.filter(seen_at__lt=now - HEARTBEAT_FORGET_AFTER).delete()
 
 
 def heartbeat_end(*, name: str) -> None:
-    """This worker stops: it no longer counts as there."""
-    WorkerHeartbeat.objects.filter(name=name).delete()
+    """This worker stops: it no longer counts as there, and the hub can still say when a worker was last seen."""
+    now = timezone.now()
+    WorkerHeartbeat.objects.filter(name=name).update(seen_at=now, stopped_at=now)
 
 
 @dataclass(frozen=True)
@@ -151,14 +152,20 @@ def _as_datetime(value: datetime | str | None) -> datetime | None:
 
 
 def work_status(*, now: datetime | None = None) -> WorkStatus:
-    """The newest heartbeat and each kind's waiting count, in one query (hub-wide: no account's data).
+    """The newest heartbeat (of any worker, and of a running one) and each kind's waiting count, in one query
+    (hub-wide: no account's data).
 
-    The query is SELECT (newest heartbeat), (count of kind 1's waiting rows), ...: each part is the
+    The query is SELECT (newest heartbeats), (count of kind 1's waiting rows), ...: each part is the
     ORM's SQL for that kind's `waiting` queryset, so it uses that table's own indexes.
     """
     now = now or timezone.now()
     kinds = job_kinds()
-    parts = [WorkerHeartbeat.objects.order_by().annotate(newest=Func(F("seen_at"), function="MAX")).values("newest")]
+    heartbeats = WorkerHeartbeat.objects.order_by()
+    # The newest heartbeat of any worker, and of a running one (a worker that stopped is not there).
+    parts = [
+        heartbeats.annotate(newest=Func(F("seen_at"), function="MAX")).values("newest"),
+        heartbeats.filter(stopped_at=None).annotate(newest=Func(F("seen_at"), function="MAX")).values("newest"),
+    ]
     parts += [
         kind.waiting().order_by().annotate(waiting=Func(F("pk"), function="COUNT")).values("waiting") for kind in kinds
     ]
@@ -175,11 +182,11 @@ def work_status(*, now: datetime | None = None) -> WorkStatus:
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(selects), parameters)
         row = cursor.fetchone()
-    last_seen = _as_datetime(row[0])
+    last_seen, running_seen = _as_datetime(row[0]), _as_datetime(row[1])
     return WorkStatus(
-        worker_seen=last_seen is not None and now - last_seen <= WORKER_SEEN_WITHIN,
+        worker_seen=running_seen is not None and now - running_seen <= WORKER_SEEN_WITHIN,
         last_seen=last_seen,
-        waiting={kind.name: int(count or 0) for kind, count in zip(kinds, row[1:], strict=True)},
+        waiting={kind.name: int(count or 0) for kind, count in zip(kinds, row[2:], strict=True)},
     )
 
 

@@ -14,7 +14,7 @@ from honcho_double import HonchoDouble
 from memories import services
 from memories.management.commands.honcho_sync import Command
 from memories.models import MemoryEntry, SyncTask, WorkerHeartbeat
-from memories.work import JobKind, Worker, WorkReport
+from memories.work import JobKind, Worker, WorkReport, work_status
 from tests.support.sync import waiting
 
 pytestmark = pytest.mark.usefixtures("sync_on")
@@ -83,7 +83,10 @@ def test_the_loop_drains_until_sigterm_and_then_stops_cleanly():
     assert out.getvalue().splitlines()[-1] == "honcho_sync: stopped"
     assert "sync: pushed 3" in out.getvalue()
     assert signal.getsignal(signal.SIGTERM) is previous
-    assert not WorkerHeartbeat.objects.exists(), "a worker that stops no longer counts as there"
+    assert WorkerHeartbeat.objects.get(name="sync-test").stopped_at is not None
+    status = work_status()
+    assert not status.worker_seen, "a worker that stops no longer counts as there"
+    assert status.last_seen is not None, "when it was last seen is still told"
 
 
 def test_reconcile_reports_what_honcho_misses_holds_stale_or_holds_extra_and_fix_repairs_it(

@@ -21,7 +21,7 @@ from memories import selectors, services
 from memories.embeddings import get_provider
 from memories.models import SyncTask, WorkerHeartbeat
 from memories.search.vectors import semantic_ranked
-from memories.work import WORKER_SEEN_WITHIN, Worker, job_kinds, run_until_signalled, work_status
+from memories.work import WORKER_SEEN_WITHIN, Worker, heartbeat_end, job_kinds, run_until_signalled, work_status
 from tests.support.sync import waiting
 
 
@@ -112,6 +112,20 @@ def test_the_status_counts_waiting_work_and_a_worker_seen_within_the_minute_in_o
     assert not work_status(now=timezone.now() + WORKER_SEEN_WITHIN + timedelta(seconds=1)).worker_seen
 
 
+def test_a_worker_that_stopped_is_not_there_and_the_overview_says_when_it_was_last_seen(owner_client):
+    Worker(job_kinds(), name="stopping:1").beat()
+    heartbeat_end(name="stopping:1")
+
+    status = work_status()
+    page = owner_client.get("/").content.decode()
+
+    assert not status.worker_seen and status.last_seen is not None
+    assert "A worker was last seen" in page and "No worker has been seen yet" not in page
+    assert "worker running" not in page
+    Worker(job_kinds(), name="stopping:1").beat()  # started again under the same name: there again
+    assert work_status().worker_seen
+
+
 @pytest.mark.django_db(transaction=True)  # lanes work on their own connections, as in the real process
 @pytest.mark.usefixtures("sync_on")
 def test_sync_keeps_flowing_while_a_long_evaluation_runs_and_sigterm_puts_the_evaluation_back(
@@ -138,7 +152,7 @@ def test_sync_keeps_flowing_while_a_long_evaluation_runs_and_sigterm_puts_the_ev
         loop.join()
     run.refresh_from_db()
     assert (run.status, run.attempts) == (EvaluationRun.Status.PENDING, 0), "put back for the next worker"
-    assert not WorkerHeartbeat.objects.exists()
+    assert not WorkerHeartbeat.objects.filter(stopped_at=None).exists()
     connection.close()
 
 
@@ -152,7 +166,7 @@ def test_sigterm_stops_the_loop_between_jobs(settings):
     run_until_signalled(worker)  # returns once SIGTERM arrives
 
     assert signal.getsignal(signal.SIGTERM) is previous
-    assert not WorkerHeartbeat.objects.exists()
+    assert not WorkerHeartbeat.objects.filter(stopped_at=None).exists()
     connection.close()
 
 
