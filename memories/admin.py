@@ -18,7 +18,7 @@ from django.utils.html import format_html, format_html_join
 from memories import outbox, selectors, services
 from memories.accounts import request_account
 from memories.forms import same_lines
-from memories.guard import guard_reasons, guard_reveal
+from memories.guard import guard_reasons, guard_reveal, name_reveal
 from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, Privacy, SyncTask
 from memories.validation import (
     EXPIRY_MAX_SECONDS,
@@ -51,6 +51,18 @@ class MetaJSONField(forms.JSONField):
 
 def _to_the_second(moment: datetime | None) -> datetime | None:
     return None if moment is None else moment.replace(microsecond=0)
+
+
+@admin.display(description="uid", ordering="uid")
+def shown_uid(row: MemoryEntry | HeldWrite | MemoryEvent) -> str:
+    """The uid as a list shows it: a character that would reorder or hide part of it written out."""
+    return name_reveal(row.uid)
+
+
+@admin.display(description="key", ordering="key")
+def shown_key(row: MemoryEntry | HeldWrite | MemoryEvent) -> str:
+    """The key as a list shows it (as shown_uid)."""
+    return name_reveal(row.key)
 
 
 class MemoryEntryForm(forms.ModelForm):
@@ -129,7 +141,7 @@ def _expiry_changed(form: forms.ModelForm) -> bool:
 @admin.register(MemoryEntry)
 class MemoryEntryAdmin(admin.ModelAdmin):
     form = MemoryEntryForm
-    list_display = ["uid", "key", "kind", "privacy", "owner", "version", "updated", "expires", "guard_flags"]
+    list_display = [shown_uid, shown_key, "kind", "privacy", "owner", "version", "updated", "expires", "guard_flags"]
     list_filter = ["kind", "privacy", "owner", ("guard_flags", admin.EmptyFieldListFilter)]
     search_fields = ["uid", "key", "value"]
     list_select_related = ["owner"]
@@ -246,7 +258,7 @@ class MemoryEntryAdmin(admin.ModelAdmin):
 class HeldWriteAdmin(admin.ModelAdmin):
     """The review queue: staff approve (the write is applied, as them) or reject held writes; never edited."""
 
-    list_display = ["requested_at", "owner", "uid", "key", "guard_flags", "status", "decided_by", "decided_at"]
+    list_display = ["requested_at", "owner", shown_uid, shown_key, "guard_flags", "status", "decided_by", "decided_at"]
     list_filter = ["status", "owner"]
     search_fields = ["uid", "key", "value"]
     list_select_related = ["owner", "decided_by"]
@@ -316,7 +328,7 @@ class HeldWriteAdmin(admin.ModelAdmin):
 class MemoryEventAdmin(admin.ModelAdmin):
     """The history, read-only: it records what happened and is never edited."""
 
-    list_display = ["at", "uid", "key", "action", "version", "owner", "actor"]
+    list_display = ["at", shown_uid, shown_key, "action", "version", "owner", "actor"]
     list_filter = ["action", "owner"]
     search_fields = ["uid", "key"]
     list_select_related = ["owner", "actor"]

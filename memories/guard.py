@@ -414,6 +414,22 @@ def guard_reveal(text: str) -> str:
     return _INVISIBLE_CHARACTERS.sub(lambda match: f"⟦U+{ord(match.group()):04X}⟧", text)
 
 
+# In a uid or key shown as a name: the characters that reorder what follows them (overrides, embeddings, isolates,
+# direction marks) or take no room (zero-width spaces, tags): "\u202eecila" shows as "alice". The joiner and the
+# variation selectors are left: emoji are made of them.
+_NAME_HIDDEN_CHARACTERS = re.compile(
+    f"[\u200e\u200f\u061c\u202d\u202e{_EMBEDDINGS}{_ZERO_WIDTH}{_ZERO_WIDTH_SPACE}\u200c{_TAGS}]"
+)
+
+
+def name_reveal(name: str) -> str:
+    """A uid or key as a page shows it: each character that would reorder or hide part of it written out as
+    ⟦U+XXXX⟧, so one name cannot pass for another ("\u202eecila" is not shown as "alice")."""
+    if name.isascii():
+        return name
+    return _NAME_HIDDEN_CHARACTERS.sub(lambda match: f"⟦U+{ord(match.group()):04X}⟧", name)
+
+
 def guard_hides_characters(names: list[str]) -> bool:
     """Whether any of these rules is an invisible-character rule (its text reads differently than it shows)."""
     return any(name in RULES_BY_NAME and RULES_BY_NAME[name].kind == INVISIBLE for name in names)

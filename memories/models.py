@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 
 from memories.folding import fold
+from memories.guard import name_reveal
 
 UID_MAX_LENGTH = 255
 KEY_MAX_LENGTH = 255
@@ -190,7 +191,8 @@ class MemoryEntry(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.uid}/{self.key}"
+        # As a page shows it (the admin's titles): a character that would reorder or hide part of it written out.
+        return f"{name_reveal(self.uid)}/{name_reveal(self.key)}"
 
     def expired(self, now: datetime) -> bool:
         """Whether the entry's expiry has passed: then no read shows it, and the worker deletes it."""
@@ -286,7 +288,7 @@ class HeldWrite(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"held write {self.uid}/{self.key} ({self.status})"
+        return f"held write {name_reveal(self.uid)}/{name_reveal(self.key)} ({self.status})"
 
     @property
     def asked_expiry(self) -> str:
@@ -399,7 +401,7 @@ class MemoryEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.uid}/{self.key} {self.action} v{self.version}"
+        return f"{name_reveal(self.uid)}/{name_reveal(self.key)} {self.action} v{self.version}"
 
 
 class SyncTask(models.Model):

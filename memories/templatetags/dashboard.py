@@ -2,7 +2,7 @@
 
 from django import template
 
-from memories.guard import guard_reveal
+from memories.guard import guard_reveal, name_reveal
 from memories.views import page_url
 
 register = template.Library()
@@ -29,3 +29,9 @@ def with_query(context: template.Context, **changes: str) -> str:
 def reveal_hidden(text: str) -> str:
     """The text with its invisible and bidirectional characters written out (memories.guard.guard_reveal)."""
     return guard_reveal(text)
+
+
+@register.filter
+def shown_name(name: str) -> str:
+    """A uid or key with the characters that would reorder or hide part of it written out (guard.name_reveal)."""
+    return name_reveal(name)

@@ -1,5 +1,6 @@
 """The dashboard's read-only pages: what they show, to whom, and in how many queries."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -189,6 +190,34 @@ def test_a_script_in_a_value_key_or_uid_is_shown_as_text(owner_client, owner):
         body = response.content.decode()
         assert "<script>" not in body
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
+def test_a_uid_or_key_whose_characters_reorder_it_is_shown_with_them_written_out(owner_client, owner, staff, client):
+    # "\u202eecila" shows as "alice" as it stands: every page writes the override out, the emoji's joiner it leaves.
+    uid, key, family = "\u202eecila", "\u202eyek", "👩\u200d👧"
+    services.entry_put(owner=owner, uid=uid, key=key, value="reversed")
+    services.entry_put(owner=owner, uid=family, key="pet", value="a dog")
+    pages = [
+        owner_client.get("/users/"),
+        owner_client.get("/user/", {"uid": uid}),
+        owner_client.get("/memory/", {"uid": uid, "key": key}),
+        owner_client.get("/user/forget/", {"uid": uid}),
+    ]
+    for response in pages:
+        body = response.content.decode()
+        # Only a form's field keeps the name as it is, to send it back.
+        shown = re.sub(r'value="[^"]*"', "", body)
+        assert "\u202e" not in shown, response.request["PATH_INFO"]
+        assert "⟦U+202E⟧ecila" in body, response.request["PATH_INFO"]
+    assert "⟦U+202E⟧yek" in pages[2].content.decode()
+    assert family in pages[0].content.decode()
+
+    client.force_login(staff)
+    admin_list = client.get("/admin/memories/memoryentry/").content.decode()
+    entry = services.entry_put(owner=owner, uid=uid, key=key, value="reversed again").entry
+    admin_page = client.get(f"/admin/memories/memoryentry/{entry.pk}/change/").content.decode()
+    assert "\u202e" not in admin_list and "⟦U+202E⟧ecila" in admin_list
+    assert "⟦U+202E⟧ecila/⟦U+202E⟧yek" in admin_page
 
 
 def test_an_account_never_sees_another_accounts_memories(stranger_client, alice_memories):
