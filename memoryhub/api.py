@@ -5,11 +5,13 @@ loads (for the default throttle), so nothing here imports rest_framework.views a
 """
 
 import hashlib
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.db import OperationalError, connection
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
@@ -31,11 +33,41 @@ from memoryhub.ratelimit import parse_rate, rate_window
 if TYPE_CHECKING:
     from rest_framework.views import APIView
 
+logger = logging.getLogger(__name__)
+
 
 class PreconditionFailed(exceptions.APIException):
     status_code = status.HTTP_412_PRECONDITION_FAILED
     default_detail = "The entry has changed since the version given in If-Match."
     default_code = "precondition_failed"
+
+
+class DatabaseUnavailable(exceptions.APIException):
+    """The database could not answer now: 503 with Retry-After, which a client (the shipped one) tries again."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = (
+        "The database could not answer now (unreachable, restarting, or this request lost a deadlock to another): "
+        "nothing was written. Try again."
+    )
+    default_code = "database_unavailable"
+    # Seconds, as Retry-After (DRF's handler sends an exception's wait in that header).
+    wait = 1
+
+
+# SQLite's OperationalErrors that pass: a lock held past the busy timeout, a file it cannot open or read. (Its
+# others, "no such table" among them, are the hub's to fix, not the client's to wait out.)
+SQLITE_TRANSIENT = ("locked", "busy", "unable to open", "disk i/o")
+
+
+def database_unavailable(error: Exception) -> bool:
+    """Whether error is the database failing for now (connection lost or refused, a deadlock or serialization
+    failure on PostgreSQL; a lock or an unreadable file on SQLite), not a fault of the request or the hub."""
+    if not isinstance(error, OperationalError):
+        return False
+    if connection.vendor == "sqlite":
+        return any(words in str(error).lower() for words in SQLITE_TRANSIENT)
+    return True
 
 
 class Conflict(exceptions.APIException):
@@ -74,6 +106,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         else:
             detail = f"The entry is at version {exc.current}." if exc.current else "The entry does not exist."
         exc = PreconditionFailed(detail)
+    elif database_unavailable(exc):
+        # Each change is one transaction, rolled back with the error: the client may send it again.
+        logger.warning("database unavailable, answered 503: %s", exc)
+        exc = DatabaseUnavailable()
     # Imported here: rest_framework.views imports this module (for the throttle) while it loads.
     from rest_framework.views import exception_handler as drf_exception_handler
 

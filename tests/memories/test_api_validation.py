@@ -1,6 +1,7 @@
 from urllib.parse import quote
 
 import pytest
+from django.db import OperationalError, ProgrammingError, connection
 
 from memories import services
 from memories.models import MemoryEntry, MemoryEvent
@@ -405,3 +406,42 @@ def test_a_batch_refuses_a_field_it_does_not_take_by_name(owner_api, body, named
         errors = errors[name]
     assert errors[0].startswith("is no field of this write; it takes ")
     assert not MemoryEntry.objects.exists()
+
+
+def _database_failing(monkeypatch, error: Exception) -> None:
+    def failing(**_kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr("memories.api.views.selectors.entry_get", failing)
+
+
+# What each database says when it fails for now (SQLite only that a lock was held past its busy timeout).
+FAILING_FOR_NOW = {
+    "sqlite": ["database is locked"],
+    "postgresql": ["server closed the connection unexpectedly", "deadlock detected"],
+}
+# What each says of the hub's own fault (a table missing): no use trying again.
+THE_HUBS_FAULT = {
+    "sqlite": OperationalError("no such table: memories_memoryentry"),
+    "postgresql": ProgrammingError('relation "memories_memoryentry" does not exist'),
+}
+
+
+def test_a_database_failing_for_now_is_a_503_with_retry_after_that_a_client_tries_again(owner, owner_api, monkeypatch):
+    for message in FAILING_FOR_NOW[connection.vendor]:
+        _database_failing(monkeypatch, OperationalError(message))
+
+        response = owner_api.get(f"{BASE}/alice/memories/language")
+
+        assert response.status_code == 503, message
+        assert response["Retry-After"] == "1"
+        assert "nothing was written. Try again." in response.json()["detail"]
+
+
+def test_the_hubs_own_database_fault_stays_a_500(owner, owner_api, monkeypatch):
+    _database_failing(monkeypatch, THE_HUBS_FAULT[connection.vendor])
+    owner_api.raise_request_exception = False
+
+    response = owner_api.get(f"{BASE}/alice/memories/language")
+
+    assert response.status_code == 500
