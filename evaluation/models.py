@@ -21,6 +21,7 @@ class EvaluationRun(LeasedJob):
     requested = models.DateTimeField(default=timezone.now, help_text="When it was asked for.")
     started = models.DateTimeField(null=True, blank=True, help_text="When a worker began measuring.")
     finished = models.DateTimeField(null=True, blank=True)
+    FINISHED_FIELD = "finished"
     ops = models.PositiveIntegerField(help_text="Calls per operation (put, get, find).")
     backends = models.JSONField(default=list, blank=True, help_text="The backends to grade, in order.")
     recommendation = models.TextField(blank=True, default="")

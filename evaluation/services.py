@@ -410,6 +410,8 @@ def _measure(
     except accounts.ProbeAccountTaken as error:
         raise EvaluationError(str(error)) from None
     report_progress = progress or (lambda line: None)
+    # What a worker killed mid-run left (its own clean-up below never ran), before this run adds its own.
+    services.probe_data_abandoned_clear(owner=probe, now=timezone.now())
     probe_uid = new_probe_uid()
     scores = []
     try:

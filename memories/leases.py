@@ -51,7 +51,9 @@ def _claimable(now: datetime) -> Q:
 
 
 def jobs_abandoned_fail(model: type[LeasedJob], *, now: datetime, max_attempts: int = JOB_MAX_ATTEMPTS) -> int:
-    """Fail the running jobs whose lease ran out after their last allowed attempt; returns how many."""
+    """Fail the running jobs whose lease ran out after their last allowed attempt (ended now, where the model keeps
+    when a job ended); returns how many."""
+    ended = {model.FINISHED_FIELD: now} if model.FINISHED_FIELD else {}
     return model._default_manager.filter(
         status=LeasedJob.Status.RUNNING, lease_until__lt=now, attempts__gte=max_attempts
     ).update(
@@ -59,6 +61,7 @@ def jobs_abandoned_fail(model: type[LeasedJob], *, now: datetime, max_attempts: 
         error=f"the worker stopped during each of {max_attempts} attempts (it was killed or lost the database)",
         claim_token="",
         lease_until=None,
+        **ended,
     )
 
 

@@ -533,6 +533,9 @@ class LeasedJob(models.Model):
     claim_token = models.CharField(max_length=32, blank=True, default="", help_text="The worker holding the job.")
     lease_until = models.DateTimeField(null=True, blank=True, help_text="Another worker may take the job after this.")
 
+    # The field a job's model keeps the time it ended in (done or failed), when it keeps one.
+    FINISHED_FIELD: str | None = None
+
     class Meta:
         abstract = True
 

@@ -16,7 +16,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Literal, TypeVar
 
@@ -30,6 +30,7 @@ from memories.embeddings.store import WANTED_AGAIN, embedding_mark_stale, embedd
 from memories.models import (
     DEFAULT_KIND,
     EVENT_VERSION_ONCE,
+    PROBE_UID,
     PROBE_USERNAME,
     HeldWrite,
     MemoryEntry,
@@ -990,6 +991,27 @@ def probe_data_clear(*, owner: User, uid: str) -> int:
         deleted, _ = MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
         MemoryEvent.objects.filter(owner=owner, uid=uid).delete()
     return deleted
+
+
+# A run's probe data untouched this long is a dead worker's (killed mid-run, its clean-up never ran; no run goes
+# this long without a write): the next run removes it.
+PROBE_ABANDONED_AFTER = timedelta(days=1)
+
+
+def probe_data_abandoned_clear(*, owner: User, now: datetime) -> int:
+    """Remove the probe data that runs whose worker died left behind: every probe uid of the reserved account none
+    of whose entries or history rows is younger than PROBE_ABANDONED_AFTER. Returns how many entries went."""
+    if owner.get_username() != PROBE_USERNAME:
+        raise ValueError(f"only the probe account {PROBE_USERNAME!r} can be cleared")
+    recent = now - PROBE_ABANDONED_AFTER
+    entries = MemoryEntry.objects.filter(owner=owner, uid__startswith=PROBE_UID)
+    events = MemoryEvent.objects.filter(owner=owner, uid__startswith=PROBE_UID)
+    held = {*entries.values_list("uid", flat=True).distinct(), *events.values_list("uid", flat=True).distinct()}
+    live = {
+        *entries.filter(updated__gte=recent).values_list("uid", flat=True).distinct(),
+        *events.filter(at__gte=recent).values_list("uid", flat=True).distinct(),
+    }
+    return sum(probe_data_clear(owner=owner, uid=uid) for uid in sorted(held - live))
 
 
 class EntryExists(Exception):

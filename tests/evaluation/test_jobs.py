@@ -14,8 +14,9 @@ from evaluation import services as evaluation_services
 from evaluation.models import EvaluationRun
 from evaluation.services import evaluation_request, evaluation_run_claimed
 from honcho_double import HonchoDouble
-from memories import leases
-from memories.models import PROBE_USERNAME, MemoryEntry
+from memories import accounts, leases, services
+from memories.models import PROBE_USERNAME, MemoryEntry, MemoryEvent
+from memories.services.entries import PROBE_ABANDONED_AFTER
 
 
 def work_once() -> str:
@@ -110,6 +111,7 @@ def test_a_run_whose_worker_dies_every_time_ends_failed_not_running_forever(db):
     run = EvaluationRun.objects.get()
     assert run.status == EvaluationRun.Status.FAILED
     assert run.error == "the worker stopped during each of 3 attempts (it was killed or lost the database)"
+    assert run.finished is not None, "a failed run says when it ended, as a run failed by its worker does"
 
 
 def test_a_stopping_worker_puts_its_run_back_untried_and_leaves_no_probe_data(db):
@@ -123,6 +125,24 @@ def test_a_stopping_worker_puts_its_run_back_untried_and_leaves_no_probe_data(db
     assert (run.status, run.attempts, run.claim_token) == (EvaluationRun.Status.PENDING, 0, "")
     assert not MemoryEntry.objects.filter(owner__username=PROBE_USERNAME).exists()
     assert "done" in work_once() and EvaluationRun.objects.get().status == EvaluationRun.Status.DONE
+
+
+def test_the_next_run_removes_the_probe_data_a_worker_killed_mid_run_left(db):
+    probe = accounts.probe_account()
+    dead, running = evaluation_services.new_probe_uid(), evaluation_services.new_probe_uid()
+    for uid in (dead, running):
+        services.entry_put(owner=probe, uid=uid, key="k", value="probe data")
+    long_ago = timezone.now() - PROBE_ABANDONED_AFTER - timedelta(minutes=1)
+    MemoryEntry.objects.filter(uid=dead).update(updated=long_ago)
+    MemoryEvent.objects.filter(uid=dead).update(at=long_ago)
+
+    evaluation_request(backend_names=["null"], ops=1)
+    assert "done" in work_once()
+
+    # The killed run's data is gone, with its history; another run's, written within the day, is left.
+    left = set(MemoryEntry.objects.filter(owner=probe).values_list("uid", flat=True))
+    assert left == {running}
+    assert not MemoryEvent.objects.filter(owner=probe, uid=dead).exists()
 
 
 @pytest.mark.django_db(transaction=True)  # the keeper renews from its own thread and connection
