@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from live_hub import Hub
@@ -194,6 +195,19 @@ def test_a_key_holding_a_slash_is_stored_through_the_body(client: MemoryHub, uid
         client.get(uid, "projects/memoryhub")
     # One except clause for every error of the client, and the ValueError it is.
     assert isinstance(refused.value, MemoryHubError) and isinstance(refused.value, ValueError)
+
+
+def test_an_expiry_is_set_as_a_time_and_cleared(client: MemoryHub, uid: str) -> None:
+    moment = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=2)
+    assert client.put(uid, "mood", "tired", expires=moment).expires == moment
+    assert client.update(uid, "mood", clear_expiry=True).expires is None
+    assert client.put(uid, "mood", "tired", ttl=60).expires is not None
+    assert client.put(uid, "mood", "rested").expires is not None, "left out, the expiry is kept"
+    assert client.put(uid, "mood", "rested", clear_expiry=True).expires is None
+    with pytest.raises(InvalidArgument, match="exclude each other"):
+        client.put(uid, "mood", "x", ttl=60, clear_expiry=True)
+    with pytest.raises(InvalidArgument, match="aware datetime"):
+        client.update(uid, "mood", expires=datetime(2030, 1, 1))
 
 
 def test_arguments_the_client_cannot_send_are_refused_by_name_before_any_request(client: MemoryHub, uid: str) -> None:

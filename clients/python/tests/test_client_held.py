@@ -50,6 +50,24 @@ def test_a_held_put_raises_write_held_with_the_held_write(guarded: MemoryHub, ui
         guarded.get(uid, "note")
 
 
+def test_a_held_write_is_looked_up_by_its_number_with_what_it_asked_for(guarded: MemoryHub, uid: str) -> None:
+    with pytest.raises(WriteHeld) as held:
+        guarded.put(uid, "note", INJECTION, privacy="local", ttl=600)
+
+    looked_up = guarded.held(held.value.held.id)
+
+    assert looked_up == held.value.held
+    assert (looked_up.status, looked_up.privacy, looked_up.ttl, looked_up.clears_expiry) == (
+        "pending",
+        "local",
+        600,
+        False,
+    )
+    assert looked_up.requested_by is not None and looked_up.decided_by is None and looked_up.entry_version is None
+    with pytest.raises(NotFound):
+        guarded.held(looked_up.id + 10_000)
+
+
 def test_a_held_update_raises_write_held_and_the_memory_keeps_its_value(guarded: MemoryHub, uid: str) -> None:
     stored = guarded.put(uid, "note", "prefers tea")
 

@@ -6,6 +6,7 @@ MemoryHub and AsyncMemoryHub call these and send what they return; neither build
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -74,10 +75,10 @@ def entry_put(
     create_only: bool,
     privacy: str | None = None,
     ttl: int | None = None,
+    expires: datetime | None = None,
+    clear_expiry: bool = False,
 ) -> Call[Entry]:
-    body: dict[str, Any] = {"value": value}
-    if ttl is not None:
-        body["ttl"] = ttl
+    body: dict[str, Any] = {"value": value, **_expiry(ttl, expires, clear_expiry)}
     if kind is not None:
         body["kind"] = kind
     if meta is not None:
@@ -102,6 +103,24 @@ def entry_put(
     return Call("PUT", _memory(uid, key), _written, body=body, headers=headers, idempotent=not headers)
 
 
+def _expiry(ttl: int | None, expires: datetime | None, clear_expiry: bool) -> dict[str, Any]:
+    """A write's expiry fields: ttl seconds from now, an expires time (aware), or none at all (clear_expiry); left
+    out, the memory keeps its expiry."""
+    if sum((ttl is not None, expires is not None, clear_expiry)) > 1:
+        raise InvalidArgument("ttl, expires and clear_expiry exclude each other: give one of them.")
+    if expires is not None:
+        if expires.tzinfo is None:
+            raise InvalidArgument("expires must be an aware datetime (with its time zone), e.g. datetime.now(UTC).")
+        return {"expires": expires.isoformat()}
+    if clear_expiry:
+        return {"expires": None}
+    return {"ttl": ttl} if ttl is not None else {}
+
+
+def held_get(held_id: int) -> Call[HeldWrite]:
+    return Call("GET", f"/held/{int(held_id)}", lambda response: HeldWrite.from_json(response.json()))
+
+
 def search_limit(limit: int) -> int:
     """A search's limit, the page size it asks for: a whole number of at least 1."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -123,9 +142,11 @@ def entry_update(
     if_match: Version | None,
     privacy: str | None = None,
     ttl: int | None = None,
+    expires: datetime | None = None,
+    clear_expiry: bool = False,
 ) -> Call[Entry]:
-    fields = (("value", value), ("kind", kind), ("meta", meta), ("privacy", privacy), ("ttl", ttl))
-    body = {name: given for name, given in fields if given is not None}
+    fields = (("value", value), ("kind", kind), ("meta", meta), ("privacy", privacy))
+    body = {name: given for name, given in fields if given is not None} | _expiry(ttl, expires, clear_expiry)
     headers = {"If-Match": if_match_value(if_match)} if if_match is not None else {}
     # Setting fields to given values twice leaves the entry as once: safe to retry, unless it names the version
     # the first one moved on from (412).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -18,6 +19,7 @@ from memoryhub_client.models import (
     Entry,
     EvaluationRun,
     Event,
+    HeldWrite,
     Info,
     PageData,
     SyncStatus,
@@ -119,10 +121,13 @@ class AsyncMemoryHub:
         create_only: bool = False,
         privacy: str | None = None,
         ttl: int | None = None,
+        expires: datetime | None = None,
+        clear_expiry: bool = False,
     ) -> Entry:
         """Store a memory (create or replace its value). kind, meta and privacy left out keep the entry's
         (a new one takes the account's default privacy; "local" never leaves the hub). ttl: seconds until
-        it expires (then no read shows it); left out, the entry keeps its expiry (a new one never expires).
+        it expires (then no read shows it), or expires an aware datetime, or clear_expiry True for none; all left out,
+        the entry keeps its expiry (a new one never expires).
 
         if_match (a version, an ETag or an Entry) writes only while the memory is at that version;
         create_only writes only when there is no such memory; either raises PreconditionFailed otherwise.
@@ -140,6 +145,8 @@ class AsyncMemoryHub:
                 create_only=create_only,
                 privacy=privacy,
                 ttl=ttl,
+                expires=expires,
+                clear_expiry=clear_expiry,
             )
         )
 
@@ -158,14 +165,26 @@ class AsyncMemoryHub:
         if_match: Version | None = None,
         privacy: str | None = None,
         ttl: int | None = None,
+        expires: datetime | None = None,
+        clear_expiry: bool = False,
     ) -> Entry:
-        """Change some fields of an existing memory (PATCH; ttl sets a new expiry); NotFound when there is none.
+        """Change some fields of an existing memory (PATCH; ttl or expires sets a new expiry, clear_expiry removes
+        it); NotFound when there is none.
 
         A value the hub's write guard holds for review raises WriteHeld, as for put: the memory stays as it was.
         """
         return await self._send(
             _calls.entry_update(
-                uid, key, value=value, kind=kind, meta=meta, if_match=if_match, privacy=privacy, ttl=ttl
+                uid,
+                key,
+                value=value,
+                kind=kind,
+                meta=meta,
+                if_match=if_match,
+                privacy=privacy,
+                ttl=ttl,
+                expires=expires,
+                clear_expiry=clear_expiry,
             )
         )
 
@@ -245,6 +264,11 @@ class AsyncMemoryHub:
         return await self._send(_calls.user_forget(uid, erase=erase))
 
     # The hub
+
+    async def held(self, held_id: int) -> HeldWrite:
+        """A write the guard held (WriteHeld's `held.id`): pending, approved (its `entry_version` the memory's
+        version it stored) or rejected, with who decided and when; NotFound for another account's."""
+        return await self._send(_calls.held_get(held_id))
 
     async def info(self) -> Info:
         return await self._send(_calls.info())

@@ -206,10 +206,21 @@ class HeldWrite:
     requested_at: datetime
     # The version the write named (if_match; 0: create only): it is approved only while the memory is at it.
     expected_version: int | None = None
+    # The privacy it asked for (for a new memory that named none, the account's default when written; None: the
+    # memory's own), and the expiry: ttl seconds after approval, an expires time, or clears_expiry (none).
+    privacy: str | None = None
+    ttl: int | None = None
+    expires: datetime | None = None
+    clears_expiry: bool = False
+    # Who asked and who decided, when (None while pending), and the memory's version the approval stored.
+    requested_by: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    entry_version: int | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HeldWrite:
-        expected = data.get("expected_version")
+        expected, ttl, stored = data.get("expected_version"), data.get("ttl"), data.get("entry_version")
         return cls(
             id=int(data["id"]),
             uid=data["uid"],
@@ -221,6 +232,14 @@ class HeldWrite:
             status=data["status"],
             requested_at=_required_time(data["requested_at"]),
             expected_version=int(expected) if expected is not None else None,
+            privacy=data.get("privacy"),
+            ttl=int(ttl) if ttl is not None else None,
+            expires=parse_time(data.get("expires")),
+            clears_expiry=bool(data.get("clears_expiry", False)),
+            requested_by=data.get("requested_by"),
+            decided_by=data.get("decided_by"),
+            decided_at=parse_time(data.get("decided_at")),
+            entry_version=int(stored) if stored is not None else None,
         )
 
 
