@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from memories import context, search
 from memories.filters import EntryFilter, filter_with_kind
-from memories.models import AccountPolicy, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
+from memories.models import AccountPolicy, EntryEmbedding, HeldWrite, MemoryEntry, MemoryEvent, SyncTask
 from memories.rows import quote, shown_columns, shown_values
 
 MATCH_RANKED = "ranked"
@@ -99,6 +99,12 @@ def user_entries(*, owner: User | int, uid: str, filters: EntryFilter | None = N
     owner_id = owner if isinstance(owner, int) else owner.pk
     filters = filters if filters is not None else EntryFilter()
     return MemoryEntry.objects.filter(filters.condition(), owner_id=owner_id, uid=uid)
+
+
+def embeddings_waiting_count(*, owner: User, uid: str) -> int:
+    """How many of the user's memories wait for the worker to embed them (new, or changed since): until then a
+    search finds them by their words only."""
+    return EntryEmbedding.objects.filter(owner=owner, uid=uid, pending=True).count()
 
 
 def entry_get(*, owner: User, uid: str, key: str) -> MemoryEntry | None:

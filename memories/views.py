@@ -37,7 +37,7 @@ from memories import accounts, diff, search, selectors, services
 from memories.backends import hub_status
 from memories.context import CONTEXT_QUERY_MAX_LENGTH
 from memories.forms import EntryChangeForm, EntryCreateForm, format_expires, format_meta, same_lines
-from memories.guard import guard_hides_characters, guard_reasons
+from memories.guard import guard_hides_characters, guard_reasons, name_reveal
 from memories.models import HeldWrite, MemoryEntry, MemoryEvent
 from memories.validation import MAX_ROW_OFFSET, InvalidField
 from memoryhub.numbers import plain_whole_number
@@ -297,6 +297,13 @@ def user_memories(request: HttpRequest) -> HttpResponse:
         entries = found.entries
         if found.semantic == search.Semantic.UNAVAILABLE:
             ranking_note = f"Searched by words alone: search by meaning is unavailable ({found.reason})."
+        elif found.semantic == search.Semantic.USED:
+            waiting = selectors.embeddings_waiting_count(owner=scope.owner, uid=uid)
+            if waiting:
+                ranking_note = (
+                    f"{waiting} of {name_reveal(uid)}'s memories wait to be embedded by the worker "
+                    "(./hub work --loop): until then they are found by their words only, not by their meaning."
+                )
         if sort != RELEVANCE_SORT:
             # Another order of the same matches.
             entries = selectors.entry_find_sorted(
@@ -624,7 +631,7 @@ def held_write_decide(request: HttpRequest) -> HttpResponse:
     except services.HeldWriteDecided as error:
         messages.error(request, f"{error}: nothing changed.")
     except InvalidField as error:
-        messages.error(request, f"Cannot approve: {error}.")
+        messages.error(request, f"Cannot approve: {str(error).rstrip('.')}.")
     except services.VersionConflict as conflict:
         messages.error(
             request,

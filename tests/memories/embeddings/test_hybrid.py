@@ -487,3 +487,18 @@ def test_the_dashboard_says_when_none_of_the_nearest_is_relevant(owner_client: C
     note = "None of them is judged relevant to the query: these are only the nearest."
     assert note in unanswered and "best match first" in unanswered
     assert note not in answered
+
+
+def test_the_users_page_says_when_memories_wait_to_be_embedded_and_are_found_by_words_only(
+    owner: User, owner_client: Client
+) -> None:
+    for key, value in ALICE.items():
+        services.entry_put(owner=owner, uid="alice", key=key, value=value)
+    embeddings_process_pending(limit=3)
+
+    waiting = owner_client.get("/user/", {"uid": "alice", "q": "what kind of dog"}).content.decode()
+    embeddings_process_pending()
+    embedded = owner_client.get("/user/", {"uid": "alice", "q": "what kind of dog"}).content.decode()
+
+    assert "2 of alice&#x27;s memories wait to be embedded by the worker" in waiting
+    assert "wait to be embedded" not in embedded
