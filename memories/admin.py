@@ -172,7 +172,8 @@ class MemoryEntryAdmin(admin.ModelAdmin):
             "<tr><td>{}</td><td>v{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
                 (
-                    event.at,
+                    # In the hub's time zone, to the second, as the admin shows its other times.
+                    timezone.localtime(event.at).strftime("%Y-%m-%d %H:%M:%S"),
                     event.version,
                     event.get_action_display(),
                     event.actor or "",

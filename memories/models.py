@@ -292,12 +292,21 @@ class HeldWrite(models.Model):
 
     @property
     def asked_expiry(self) -> str:
-        """The expiry the write asked for, in words; "" when it left the expiry as it was."""
+        """The expiry the write asked for, in words, in the hub's time zone as every page's times; "" when it left
+        the expiry as it was."""
         if self.ttl is not None:
             return f"expires {self.ttl} seconds after approval"
         if self.expires is not None:
-            return f"expires at {self.expires.isoformat(timespec='seconds')}"
+            moment = timezone.localtime(self.expires).strftime("%Y-%m-%d %H:%M:%S")
+            if self.expiry_passed:
+                return f"expired at {moment} ({settings.TIME_ZONE}): it can no longer be approved, only rejected"
+            return f"expires at {moment} ({settings.TIME_ZONE})"
         return "never expires" if self.clears_expiry else ""
+
+    @property
+    def expiry_passed(self) -> bool:
+        """Whether the time it asked to expire at has passed (approving it would store a memory already gone)."""
+        return self.expires is not None and self.expires <= timezone.now()
 
     @property
     def guard_flag_names(self) -> list[str]:

@@ -96,6 +96,8 @@ def test_the_entry_page_shows_its_history_read_only(admin_client_logged_in, owne
     assert "History (newest first)" in page
     assert "&lt;b&gt;Python&lt;/b&gt;" in page
     assert "<b>Python</b>" not in page
+    created = selectors.entry_history(owner=owner, uid="alice", key="language").last()
+    assert f"<td>{timezone.localtime(created.at):%Y-%m-%d %H:%M:%S}</td>" in page, "to the second, in the hub's zone"
 
 
 def test_the_history_button_shows_the_memorys_own_events(admin_client_logged_in, owner, stranger):

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import zoneinfo
 from datetime import timedelta
 
 import pytest
@@ -357,6 +358,34 @@ def test_a_held_write_keeps_an_expires_time_or_its_clearing_and_a_time_passed_ca
         services.held_write_approve(held_id=late.json()["id"], decider=staff)
     assert HeldWrite.objects.get(pk=late.json()["id"]).status == HeldWrite.Status.PENDING
     assert selectors.entry_get(owner=owner, uid="alice", key="late") is None
+
+
+@pytest.mark.django_db
+def test_the_queue_shows_a_held_expiry_in_the_hubs_time_zone_and_offers_no_approval_once_it_passed(
+    owner, owner_api, staff_client, settings
+):
+    settings.TIME_ZONE = "America/St_Johns"
+    _policy(owner, GuardMode.HOLD)
+    moment = timezone.now() + timedelta(days=2)
+    soon = owner_api.put(
+        f"{BASE}/alice/memories/soon", {"value": INJECTION, "expires": moment.isoformat()}, format="json"
+    )
+    late = owner_api.put(
+        f"{BASE}/alice/memories/late", {"value": INJECTION, "expires": moment.isoformat()}, format="json"
+    )
+    HeldWrite.objects.filter(pk=late.json()["id"]).update(expires=timezone.now() - timedelta(seconds=1))
+
+    queue = staff_client.get("/held/").content.decode()
+    refused = staff_client.post(f"/held/decide/?id={late.json()['id']}", {"decision": "approve"}, follow=True)
+
+    local = timezone.localtime(moment, zoneinfo.ZoneInfo("America/St_Johns")).strftime("%Y-%m-%d %H:%M:%S")
+    assert f"expires at {local} (America/St_Johns)" in queue
+    assert "it can no longer be approved, only rejected" in queue
+    assert 'aria-label="Approve soon of alice"' in queue and 'aria-label="Approve late of alice"' not in queue
+    assert 'aria-label="Reject late of alice"' in queue
+    (message,) = [str(message) for message in refused.context["messages"]]
+    assert message.startswith("Cannot approve: ") and not message.endswith("..")
+    assert soon.status_code == 202
 
 
 @pytest.mark.django_db
