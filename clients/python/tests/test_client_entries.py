@@ -178,6 +178,10 @@ def test_search_results_say_how_they_ranked_and_whether_they_are_relevant(client
     # A plain read has no ranking.
     plain = client.get(uid, "editor")
     assert (plain.lexical_rank, plain.semantic_similarity, plain.relevant) == (None, None, None)
+    # A page of search results says its order and how the hub ranked it (X-MemoryHub-Ranking); a list, newest first.
+    searched, listed = client.entries(uid, q="neovim"), client.entries(uid)
+    assert (searched.order, searched.ranking) == ("relevance", "hybrid")
+    assert (listed.order, listed.ranking) == ("newest", None)
 
 
 def test_a_memory_the_write_guard_flagged_says_which_rules_it_broke(client: MemoryHub, uid: str) -> None:

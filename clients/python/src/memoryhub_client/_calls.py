@@ -172,7 +172,8 @@ def entry_list(
     include_expired: bool = False,
 ) -> Call[PageData[Entry]]:
     def parse(response: httpx.Response) -> PageData[Entry]:
-        return PageData.from_json(response.json(), number=page, item=Entry.from_json)
+        ranking = response.headers.get("X-MemoryHub-Ranking")
+        return PageData.from_json(response.json(), number=page, item=Entry.from_json, ranking=ranking)
 
     params: dict[str, Any] = {"q": query_text or None, "kind": kind, "match": match, "page": page}
     params["page_size"] = page_size

@@ -414,13 +414,26 @@ class PageData(Generic[T]):
     count_exact: bool
     number: int
     has_next: bool
+    # The order of this page's items ("relevance" or "newest"), and for a search how it ranked (the hub's
+    # X-MemoryHub-Ranking: "hybrid", or "lexical; semantic ..." saying why the meaning took no part); None else.
+    order: str | None = None
+    ranking: str | None = None
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], *, number: int, item: Callable[[dict[str, Any]], T]) -> PageData[T]:
+    def from_json(
+        cls,
+        data: dict[str, Any],
+        *,
+        number: int,
+        item: Callable[[dict[str, Any]], T],
+        ranking: str | None = None,
+    ) -> PageData[T]:
         return cls(
             items=[item(row) for row in data.get("results", [])],
             count=int(data.get("count", 0)),
             count_exact=bool(data.get("count_exact", True)),
             number=number,
             has_next=data.get("next") is not None,
+            order=data.get("order"),
+            ranking=ranking,
         )

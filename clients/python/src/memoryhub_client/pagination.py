@@ -43,6 +43,17 @@ class _PageBase(Generic[T]):
     def has_next(self) -> bool:
         return self._data.has_next
 
+    @property
+    def order(self) -> str | None:
+        """The order of this page's items: "relevance" (a search's ranked results) or "newest"."""
+        return self._data.order
+
+    @property
+    def ranking(self) -> str | None:
+        """For a search, how the hub ranked it: "hybrid" (by words and meaning), or "lexical; semantic off" /
+        "lexical; semantic unavailable: why" (by words alone); None for a plain list."""
+        return self._data.ranking
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(number={self.number}, items={len(self._data.items)}, count={self.count})"
 
