@@ -306,10 +306,16 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
             ),
             WHOLE_NUMBER,
         ] = None,
+        never_expires: Annotated[
+            bool,
+            Field(description="True removes the memory's expiry: it is kept until forgotten. Not with ttl."),
+        ] = False,
     ) -> dict[str, Any]:
         account = account_for(ctx)
 
         def work() -> dict[str, Any]:
+            if never_expires and ttl is not None:
+                raise InvalidField("never_expires", "give ttl or never_expires, not both.")
             try:
                 result = services.entry_put(
                     owner=account,
@@ -320,6 +326,7 @@ def build_server(account_for: AccountResolver) -> HubMCPServer:
                     meta=meta,
                     privacy=privacy,
                     ttl=ttl,
+                    expires=None if never_expires else services.KEEP,
                     actor=account,
                     expected_version=expected_version,
                 )

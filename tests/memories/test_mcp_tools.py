@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memories import services
+from memories import selectors, services
 from memories.embeddings.store import embeddings_process_pending
 from memories.mcp.tools import build_server
 from memories.models import MemoryEntry
@@ -147,6 +147,18 @@ def test_true_is_not_taken_for_the_whole_number_1(owner, call, name, arguments, 
     assert call("remember", {"uid": "dave", "key": "k", "value": "v", "ttl": "60"}).structured_content["expires"]
 
 
+def test_remember_sets_an_expiry_keeps_it_and_removes_it(owner, call):
+    set_ = call("remember", {"uid": "dave", "key": "mood", "value": "tired", "ttl": 3600}).structured_content
+    kept = call("remember", {"uid": "dave", "key": "mood", "value": "rested"}).structured_content
+    removed = call("remember", {"uid": "dave", "key": "mood", "value": "rested", "never_expires": True})
+
+    assert set_["expires"] is not None and kept["expires"] == set_["expires"]
+    assert removed.structured_content["expires"] is None
+    assert selectors.entry_get(owner=owner, uid="dave", key="mood").expires is None
+    both = _error(call, "remember", {"uid": "dave", "key": "mood", "value": "x", "ttl": 60, "never_expires": True})
+    assert both.startswith("Invalid argument `never_expires`: give ttl or never_expires, not both.")
+
+
 @pytest.mark.parametrize(("name", "arguments"), [("list", {}), ("recall", {"query": "x"})])
 def test_an_empty_kind_is_refused_as_the_api_refuses_it(owner, call, name, arguments):
     services.entry_put(owner=owner, uid="dave", key="k", value="x")
@@ -162,7 +174,7 @@ def test_a_misnamed_argument_is_refused_not_dropped_for_its_default(owner, call)
 
     assert message == (
         "Invalid argument `user`: remember has no such argument. remember takes key, value, uid, kind, meta, "
-        "expected_version, privacy, ttl. Change `user` and call remember again."
+        "expected_version, privacy, ttl, never_expires. Change `user` and call remember again."
     )
     assert not MemoryEntry.objects.filter(owner=owner).exists()
     assert "Invalid argument `q`: context has no such argument." in _error(call, "context", {"uid": "bob", "q": "x"})
