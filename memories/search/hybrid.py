@@ -44,10 +44,12 @@ from memories.rows import entries_from_rows, entry_columns, entry_shown_values
 from memories.search import vectors
 from memories.search.lexical import (
     COUNT_LIMIT,
+    STOP_WORDS,
     LexicalMatches,
     LexicalQuery,
     Order,
     ShownResult,
+    holds_whole,
     ids_in,
     match_filter,
     matched_terms,
@@ -453,17 +455,19 @@ class HybridMatches:
 
     def _holding_every_word(self) -> frozenset[int]:
         """Of the word ranking's first LEXICAL_FUSED that the meaning did not find, those holding every word and
-        phrase of the query (as matched_terms finds them): their folded texts read once, in one statement."""
+        phrase of the query as whole words: their folded texts read once, in one statement. A query of stop words
+        alone ("the") says nothing by its words: none."""
         if self._every_word is None:
-            asked = {*self.query.words, *self.query.phrases}
+            asked = {*(word for word in self.query.words if word not in STOP_WORDS), *self.query.phrases}
             nearest = {entry_id for entry_id, _ in self.nearest}
             ids = [candidate.entry_id for candidate in self.lexical.candidates[:LEXICAL_FUSED]]
             ids = [entry_id for entry_id in ids if entry_id not in nearest]
             rows = self._visible_rows("id, key_folded, value_folded", ids) if ids and asked else []
+            # As whole words: the words index ranked the entry on whole words, and "ink" in "drinks" answers nothing.
             self._every_word = frozenset(
                 entry_id
                 for entry_id, key_folded, value_folded in rows
-                if asked <= set(matched_terms(self.query, key_folded, value_folded))
+                if all(holds_whole(term, key_folded, value_folded) for term in asked)
             )
         return self._every_word
 

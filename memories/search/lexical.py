@@ -559,6 +559,15 @@ def _held_whole(word: str, candidate_texts: list[tuple[str, str]]) -> bool:
     return any(word in text and word in WORD_PATTERN.findall(text) for texts in candidate_texts for text in texts)
 
 
+def holds_whole(term: str, key_folded: str, value_folded: str) -> bool:
+    """Whether the folded key or value holds term, a word or a phrase of the query, as whole words in a row ("ink"
+    is not held by "drinks", nor "art class" by "smart classes")."""
+    return any(
+        term in text and f" {term} " in f" {' '.join(WORD_PATTERN.findall(text))} "
+        for text in (key_folded, value_folded)
+    )
+
+
 def _variants_among(query: LexicalQuery, absent: list[str], words: frozenset[str] | set[str]) -> tuple[str, ...]:
     """The words one edit away from the absent ones (but the query's own words) that words holds, in order. An
     absent word of the language as it is written (memories.search.dictionary: "play", "tennis") is no typo: only

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from memories import search, selectors, services
 from memories.models import MemoryEntry
 from memories.search import dictionary, hybrid, lexical
+from memories.search.lexical import holds_whole
 from memories.services.imports import ImportRecord, entries_import
 from memoryhub import api
 
@@ -546,3 +547,17 @@ def test_a_common_word_read_newest_first_finds_what_its_index_finds(owner, owner
     assert zanzibar[:2] == (3, True)
     assert {key for key, *_ in both[3][:3]} == {"rare0", "rare1", "rare2"}
     assert notes[:2] == (1001, False)
+
+
+@pytest.mark.parametrize(
+    ("term", "key", "value", "held"),
+    [
+        ("ink", "note", "drinks coffee", False),
+        ("coffee", "note", "drinks coffee, daily", True),
+        ("art class", "note", "smart classes on monday", False),
+        ("art class", "note", "an art class on monday", True),
+        ("editor", "editor", "vim", True),
+    ],
+)
+def test_a_term_is_held_whole_only_as_whole_words_in_a_row(term, key, value, held):
+    assert holds_whole(term, key, value) is held

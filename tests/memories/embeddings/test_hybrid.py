@@ -388,10 +388,18 @@ def test_the_first_word_matches_of_a_word_the_look_alikes_share_are_relevant(own
     assert all(result["relevant"] for result in first_by_words)
 
 
-def test_a_word_match_holding_only_some_of_the_querys_words_is_not_relevant_by_its_words_alone(
-    owner_api: APIClient, alike: None
+@pytest.mark.parametrize(
+    "query_text",
+    [
+        "coffee with oat milk",  # some of its words only
+        "ink coffee",  # "ink" only inside "drinks"
+        "coffee umber",  # "umber" only inside "number"
+    ],
+)
+def test_a_word_match_not_holding_every_word_of_the_query_whole_is_not_relevant_by_its_words_alone(
+    owner_api: APIClient, alike: None, query_text: str
 ) -> None:
-    results, _ = _search(owner_api, "coffee with oat milk")
+    results, _ = _search(owner_api, query_text)
     by_words_alone = [result for result in results if result["semantic_similarity"] is None]
     assert by_words_alone and not any(result["relevant"] for result in by_words_alone)
 
