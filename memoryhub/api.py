@@ -42,32 +42,58 @@ class PreconditionFailed(exceptions.APIException):
     default_code = "precondition_failed"
 
 
-class DatabaseUnavailable(exceptions.APIException):
-    """The database could not answer now: 503 with Retry-After, which a client (the shipped one) tries again."""
+class DatabaseBusy(exceptions.APIException):
+    """The database rolled the request back for now (a deadlock or serialization failure, a lock held past the busy
+    timeout): 503 with Retry-After, and nothing was written, so any request may be sent again as it was."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_detail = (
-        "The database could not answer now (unreachable, restarting, or this request lost a deadlock to another): "
-        "nothing was written. Try again."
+        "The database was busy with another request's change and rolled this one back (a deadlock, or a lock held "
+        "past the busy timeout): nothing was written. Try again."
     )
-    default_code = "database_unavailable"
+    default_code = "database_busy"
     # Seconds, as Retry-After (DRF's handler sends an exception's wait in that header).
     wait = 1
 
 
-# SQLite's OperationalErrors that pass: a lock held past the busy timeout, a file it cannot open or read. (Its
-# others, "no such table" among them, are the hub's to fix, not the client's to wait out.)
-SQLITE_TRANSIENT = ("locked", "busy", "unable to open", "disk i/o")
+class DatabaseUnreachable(exceptions.APIException):
+    """The database could not be reached, or the connection to it broke: 503 with Retry-After; a change the request
+    asked for may or may not have been made (a connection lost at the commit says nothing of it)."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = (
+        "The database could not be reached, or the connection to it broke: a change this request asked for may or "
+        "may not have been made. Read it before sending the change again."
+    )
+    default_code = "database_unreachable"
+    wait = 1
 
 
-def database_unavailable(error: Exception) -> bool:
-    """Whether error is the database failing for now (connection lost or refused, a deadlock or serialization
-    failure on PostgreSQL; a lock or an unreadable file on SQLite), not a fault of the request or the hub."""
+# SQLite's OperationalErrors of a database busy for now, and of one that cannot be opened. (Its others, "no such
+# table" or an I/O error among them, are the hub's or the machine's to fix, not the client's to wait out.)
+SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
+SQLITE_UNREACHABLE = ("unable to open database",)
+# PostgreSQL's SQLSTATEs of a connection gone (class 08, and the server shutting down or starting: 57P01 to 57P03).
+POSTGRES_UNREACHABLE_CLASSES = ("08",)
+POSTGRES_UNREACHABLE_STATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def database_unavailable(error: Exception) -> type[exceptions.APIException] | None:
+    """What a database error tells the client: DatabaseBusy when the database rolled the request back for now
+    (class 40 on PostgreSQL, a lock on SQLite), DatabaseUnreachable when it could not be reached or the connection
+    broke, None for any other error (a 500: a statement timeout, a full disk, a missing table)."""
     if not isinstance(error, OperationalError):
-        return False
+        return None
     if connection.vendor == "sqlite":
-        return any(words in str(error).lower() for words in SQLITE_TRANSIENT)
-    return True
+        message = str(error).lower()
+        if message.startswith(SQLITE_BUSY):
+            return DatabaseBusy
+        return DatabaseUnreachable if message.startswith(SQLITE_UNREACHABLE) else None
+    # psycopg's error, under Django's: its SQLSTATE; none when no server answered (the connection failed or broke).
+    state = getattr(error.__cause__, "sqlstate", None)
+    if state is None or state.startswith(POSTGRES_UNREACHABLE_CLASSES) or state in POSTGRES_UNREACHABLE_STATES:
+        return DatabaseUnreachable
+    return DatabaseBusy if state.startswith("40") else None
 
 
 class Conflict(exceptions.APIException):
@@ -106,16 +132,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         else:
             detail = f"The entry is at version {exc.current}." if exc.current else "The entry does not exist."
         exc = PreconditionFailed(detail)
-    elif database_unavailable(exc):
-        # Each change is one transaction, rolled back with the error: the client may send it again.
-        logger.warning("database unavailable, answered 503: %s", exc)
-        exc = DatabaseUnavailable()
+    elif (unavailable := database_unavailable(exc)) is not None:
+        logger.warning("database unavailable, answered 503 (%s): %s", unavailable.default_code, exc)
+        exc = unavailable()
     # Imported here: rest_framework.views imports this module (for the throttle) while it loads.
     from rest_framework.views import exception_handler as drf_exception_handler
 
     response = drf_exception_handler(exc, context)
     if response is not None:
         response.data = _encodable(response.data)
+        if isinstance(exc, DatabaseBusy | DatabaseUnreachable):
+            # Which of the two, for a client to tell whether a change may be sent again as it was.
+            response.data["code"] = exc.default_code
     return response
 
 

@@ -19,7 +19,12 @@ COMMON_ERRORS = {
     "403": "The account may not do this.",
     "404": "No such entry, user or page for this account (another account's look the same).",
     "429": "Over the token's rate limit (MEMORYHUB_RATE_LIMIT); Retry-After says when to come back.",
+    "503": 'The database cannot answer for now; Retry-After says when to come back. "code": "database_busy" '
+    '(rolled back: nothing was written, send it again as it was) or "database_unreachable" (a change asked for '
+    "may or may not have been made: read it first).",
 }
+# The statuses whose answer carries Retry-After.
+RETRY_AFTER_CODES = ("429", "503")
 BODY_ERRORS = {
     "413": "The request body is over MEMORYHUB_MAX_BODY_BYTES.",
     "415": "The body is not JSON.",
@@ -46,7 +51,7 @@ def document_error_responses(
                 if code in responses:
                     continue
                 responses[code] = {"description": description, "content": {"application/json": {"schema": reference}}}
-                if code == "429":
+                if code in RETRY_AFTER_CODES:
                     responses[code]["headers"] = {
                         "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}
                     }

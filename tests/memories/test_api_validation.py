@@ -415,33 +415,67 @@ def _database_failing(monkeypatch, error: Exception) -> None:
     monkeypatch.setattr("memories.api.views.selectors.entry_get", failing)
 
 
-# What each database says when it fails for now (SQLite only that a lock was held past its busy timeout).
-FAILING_FOR_NOW = {
-    "sqlite": ["database is locked"],
-    "postgresql": ["server closed the connection unexpectedly", "deadlock detected"],
-}
-# What each says of the hub's own fault (a table missing): no use trying again.
-THE_HUBS_FAULT = {
-    "sqlite": OperationalError("no such table: memories_memoryentry"),
-    "postgresql": ProgrammingError('relation "memories_memoryentry" does not exist'),
-}
+def _wrapped(cause: Exception) -> OperationalError:
+    """Django's OperationalError over the driver's own error, as Django raises it."""
+    error = OperationalError(str(cause))
+    error.__cause__ = cause
+    return error
 
 
-def test_a_database_failing_for_now_is_a_503_with_retry_after_that_a_client_tries_again(owner, owner_api, monkeypatch):
-    for message in FAILING_FOR_NOW[connection.vendor]:
-        _database_failing(monkeypatch, OperationalError(message))
+def _errors_of_this_database() -> dict[str, list[Exception]]:
+    """Errors of each kind as this database's driver raises them: busy for now (rolled back), unreachable, and the
+    hub's or the machine's own."""
+    if connection.vendor == "sqlite":
+        return {
+            "busy": [OperationalError("database is locked")],
+            "unreachable": [OperationalError("unable to open database file")],
+            "own": [OperationalError("no such table: memories_memoryentry"), OperationalError("disk I/O error")],
+        }
+    import psycopg.errors
+
+    return {
+        "busy": [
+            _wrapped(psycopg.errors.DeadlockDetected("deadlock detected")),
+            _wrapped(psycopg.errors.SerializationFailure("could not serialize")),
+        ],
+        "unreachable": [
+            OperationalError("server closed the connection unexpectedly"),
+            _wrapped(psycopg.errors.AdminShutdown("terminating connection")),
+        ],
+        "own": [
+            _wrapped(psycopg.errors.QueryCanceled("canceling statement due to statement timeout")),
+            _wrapped(psycopg.errors.DiskFull("could not extend file")),
+            ProgrammingError('relation "memories_memoryentry" does not exist'),
+        ],
+    }
+
+
+def test_a_database_busy_for_now_is_a_503_saying_nothing_was_written(owner, owner_api, monkeypatch):
+    for error in _errors_of_this_database()["busy"]:
+        _database_failing(monkeypatch, error)
 
         response = owner_api.get(f"{BASE}/alice/memories/language")
 
-        assert response.status_code == 503, message
+        assert response.status_code == 503, error
         assert response["Retry-After"] == "1"
+        assert response.json()["code"] == "database_busy"
         assert "nothing was written. Try again." in response.json()["detail"]
 
 
-def test_the_hubs_own_database_fault_stays_a_500(owner, owner_api, monkeypatch):
-    _database_failing(monkeypatch, THE_HUBS_FAULT[connection.vendor])
+def test_a_database_out_of_reach_is_a_503_saying_a_change_may_have_been_made(owner, owner_api, monkeypatch):
+    for error in _errors_of_this_database()["unreachable"]:
+        _database_failing(monkeypatch, error)
+
+        response = owner_api.get(f"{BASE}/alice/memories/language")
+
+        assert (response.status_code, response["Retry-After"]) == (503, "1"), error
+        assert response.json()["code"] == "database_unreachable"
+        assert "may or may not have been made" in response.json()["detail"]
+
+
+def test_the_hubs_or_the_machines_own_database_fault_stays_a_500(owner, owner_api, monkeypatch):
     owner_api.raise_request_exception = False
+    for error in _errors_of_this_database()["own"]:
+        _database_failing(monkeypatch, error)
 
-    response = owner_api.get(f"{BASE}/alice/memories/language")
-
-    assert response.status_code == 500
+        assert owner_api.get(f"{BASE}/alice/memories/language").status_code == 500, error

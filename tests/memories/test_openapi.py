@@ -70,3 +70,14 @@ def test_every_write_of_a_memory_states_its_preconditions():
         headers = {parameter["name"] for parameter in operation["parameters"] if parameter["in"] == "header"}
         assert {"If-Match", "If-None-Match"} <= headers, method
         assert "412" in operation["responses"], method
+
+
+def test_every_operation_documents_the_503_of_a_database_out_of_reach_with_retry_after():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            unavailable = operation["responses"]["503"]
+            assert "database_busy" in unavailable["description"], (path, method)
+            assert "Retry-After" in unavailable["headers"], (path, method)

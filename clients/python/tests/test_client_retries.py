@@ -151,6 +151,16 @@ def test_a_503_is_retried_only_for_calls_that_are_safe_to_repeat() -> None:
     assert _core.delay_after_response(SETTINGS, read, 0, _answer(500)) is None
 
 
+def test_a_503_saying_the_database_rolled_the_request_back_is_retried_for_any_call() -> None:
+    # Nothing was written (a deadlock lost, a lock held too long): an erase or a batch may be sent again as it was.
+    erase = _calls.user_forget("alice", erase=True)
+    busy = httpx.Response(503, headers={"Retry-After": "1"}, json={"detail": "busy", "code": "database_busy"})
+    unreachable = httpx.Response(503, json={"detail": "gone", "code": "database_unreachable"})
+    assert _core.delay_after_response(SETTINGS, erase, 0, busy) == 1
+    assert _core.delay_after_response(SETTINGS, _calls.entries_batch("alice", []), 0, busy) == 1
+    assert _core.delay_after_response(SETTINGS, erase, 0, unreachable) is None
+
+
 def test_backoff_doubles_and_retries_stop_at_the_limit() -> None:
     read = _calls.entry_get("alice", "language")
     first = _core.delay_after_response(SETTINGS, read, 0, _answer(503))

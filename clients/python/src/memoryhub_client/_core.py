@@ -156,13 +156,23 @@ def delay_after_response(settings: Settings, call: Call[Any], attempt: int, resp
     """Seconds to wait before sending the call again, or None to keep this answer."""
     if response.status_code not in RETRY_STATUSES or attempt >= settings.max_retries:
         return None
-    if response.status_code == 503 and not call.idempotent:
+    if response.status_code == 503 and not call.idempotent and not _rolled_back(response):
         return None
     asked = retry_after_seconds(response)
     if asked is not None:
         # Waiting longer than the caller would is worse than telling them: RateLimited carries the figure.
         return asked if asked <= settings.max_retry_wait else None
     return backoff_delay(settings, attempt)
+
+
+def _rolled_back(response: httpx.Response) -> bool:
+    """Whether a 503 says the database rolled the request back (code "database_busy"): nothing was written, so any
+    call may be sent again as it was."""
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("code") == "database_busy"
 
 
 def delay_after_error(settings: Settings, call: Call[Any], attempt: int, error: httpx.TransportError) -> float | None:
