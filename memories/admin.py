@@ -54,13 +54,13 @@ def _to_the_second(moment: datetime | None) -> datetime | None:
 
 
 @admin.display(description="uid", ordering="uid")
-def shown_uid(row: MemoryEntry | HeldWrite | MemoryEvent) -> str:
+def shown_uid(row: MemoryEntry | HeldWrite | MemoryEvent | SyncTask) -> str:
     """The uid as a list shows it: a character that would reorder or hide part of it written out."""
     return name_reveal(row.uid)
 
 
 @admin.display(description="key", ordering="key")
-def shown_key(row: MemoryEntry | HeldWrite | MemoryEvent) -> str:
+def shown_key(row: MemoryEntry | HeldWrite | MemoryEvent | SyncTask) -> str:
     """The key as a list shows it (as shown_uid)."""
     return name_reveal(row.key)
 
@@ -265,10 +265,21 @@ class HeldWriteAdmin(admin.ModelAdmin):
     list_select_related = ["owner", "decided_by"]
     ordering = ["status", "requested_at"]
     actions = ["approve", "reject"]
+    # Shown as uid_shown and key_shown instead (written out where a character would reorder or hide part of them).
+    exclude = ["uid", "key"]
     readonly_fields = [
-        "owner", "uid", "key", "value", "revealed_value", "kind", "meta", "asked_expiry", "expected_version",
-        "guard_flags", "reasons", "requested_by", "requested_at", "status", "decided_by", "decided_at", "entry_version",
+        "owner", "uid_shown", "key_shown", "value", "revealed_value", "kind", "meta", "asked_expiry",
+        "expected_version", "guard_flags", "reasons", "requested_by", "requested_at", "status", "decided_by",
+        "decided_at", "entry_version",
     ]  # fmt: skip
+
+    @admin.display(description="uid")
+    def uid_shown(self, held: HeldWrite) -> str:
+        return shown_uid(held)
+
+    @admin.display(description="key")
+    def key_shown(self, held: HeldWrite) -> str:
+        return shown_key(held)
 
     @admin.display(description="Value, hidden characters written out")
     def revealed_value(self, held: HeldWrite) -> str:
@@ -372,8 +383,8 @@ class SyncTaskAdmin(admin.ModelAdmin):
     """The sync outbox, read-only, with one action: put failed tasks back in the queue."""
 
     list_display = [
-        "uid",
-        "key",
+        shown_uid,
+        shown_key,
         "operation",
         "status",
         "owner",

@@ -415,16 +415,17 @@ def guard_reveal(text: str) -> str:
 
 
 # In a uid or key shown as a name: the characters that reorder what follows them (overrides, embeddings, isolates,
-# direction marks) or take no room (zero-width spaces, tags): "\u202eecila" shows as "alice". The joiner and the
-# variation selectors are left: emoji are made of them.
+# direction marks) or take no room at all (zero-width spaces, invisible operators, tags): "\u202eecila" shows as
+# "alice". The joiners and the variation selectors are left as they are: emoji are made of them, and Persian and
+# Indic names hold the zero-width non-joiner. (So "ali\u200dce" still reads as "alice", as a look-alike letter would.)
 _NAME_HIDDEN_CHARACTERS = re.compile(
-    f"[\u200e\u200f\u061c\u202d\u202e{_EMBEDDINGS}{_ZERO_WIDTH}{_ZERO_WIDTH_SPACE}\u200c{_TAGS}]"
+    f"[\u200e\u200f\u061c\u202d\u202e{_EMBEDDINGS}{_ZERO_WIDTH}{_ZERO_WIDTH_SPACE}{_TAGS}]"
 )
 
 
 def name_reveal(name: str) -> str:
-    """A uid or key as a page shows it: each character that would reorder or hide part of it written out as
-    ⟦U+XXXX⟧, so one name cannot pass for another ("\u202eecila" is not shown as "alice")."""
+    """A uid or key as a page shows it: each character that would reorder it (and the page's text after it) or take
+    no room written out as ⟦U+XXXX⟧ ("\u202eecila" is shown so, not as "alice")."""
     if name.isascii():
         return name
     return _NAME_HIDDEN_CHARACTERS.sub(lambda match: f"⟦U+{ord(match.group()):04X}⟧", name)

@@ -298,7 +298,7 @@ class HeldWrite(models.Model):
             return f"expires {self.ttl} seconds after approval"
         if self.expires is not None:
             moment = timezone.localtime(self.expires).strftime("%Y-%m-%d %H:%M:%S")
-            if self.expiry_passed:
+            if self.expiry_passed and self.status == self.Status.PENDING:
                 return f"expired at {moment} ({settings.TIME_ZONE}): it can no longer be approved, only rejected"
             return f"expires at {moment} ({settings.TIME_ZONE})"
         return "never expires" if self.clears_expiry else ""

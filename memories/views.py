@@ -302,7 +302,8 @@ def user_memories(request: HttpRequest) -> HttpResponse:
             if waiting:
                 ranking_note = (
                     f"{waiting} of {name_reveal(uid)}'s memories wait to be embedded by the worker "
-                    "(./hub work --loop): until then they are found by their words only, not by their meaning."
+                    "(./hub work --loop): until then a search finds a new one by its words alone, and a changed one "
+                    "by the meaning it had before."
                 )
         if sort != RELEVANCE_SORT:
             # Another order of the same matches.
@@ -405,8 +406,8 @@ def _held_redirect(request: HttpRequest, scope: Scope, held: HeldWrite) -> HttpR
         format_html(
             "Held for review: <bdi>{}</bdi> for <bdi>{}</bdi> reads as an instruction to a model or holds hidden "
             "characters ({}). It is not stored until staff approve it.",
-            held.key,
-            held.uid,
+            name_reveal(held.key),
+            name_reveal(held.uid),
             ", ".join(held.guard_flag_names),
         ),
     )
@@ -448,7 +449,12 @@ def entry_create(request: HttpRequest) -> HttpResponse:
                     return _held_redirect(request, scope, held.held)
                 else:
                     messages.success(
-                        request, format_html("Stored <bdi>{}</bdi> for <bdi>{}</bdi>.", data["key"], data["uid"])
+                        request,
+                        format_html(
+                            "Stored <bdi>{}</bdi> for <bdi>{}</bdi>.",
+                            name_reveal(data["key"]),
+                            name_reveal(data["uid"]),
+                        ),
                     )
                     return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=data["uid"], key=data["key"]))
     else:
@@ -543,13 +549,15 @@ def entry_delete(request: HttpRequest) -> HttpResponse:
                 raise Http404("No memory has that uid and key.") from None
             messages.error(
                 request,
-                f"{key} changed since you asked to delete it (it is now at version {conflict.current}); "
+                f"{name_reveal(key)} changed since you asked to delete it (it is now at version {conflict.current}); "
                 "it was not deleted. Read it again, then delete it if you still want to.",
             )
             return HttpResponseRedirect(page_url("dashboard:entry", scope, uid=uid, key=key))
         if deleted is None:
             raise Http404("No memory has that uid and key.")
-        messages.success(request, format_html("Deleted <bdi>{}</bdi>. Its history stays on its page.", key))
+        messages.success(
+            request, format_html("Deleted <bdi>{}</bdi>. Its history stays on its page.", name_reveal(key))
+        )
         return HttpResponseRedirect(page_url("dashboard:user", scope, uid=uid))
     entry = selectors.entry_get(owner=scope.owner, uid=uid, key=key)
     if entry is None:
@@ -569,10 +577,15 @@ def entry_restore(request: HttpRequest) -> HttpResponse:
     except services.EntryNotFound:
         raise Http404("No deleted memory has that uid and key.") from None
     except services.EntryExists:
-        messages.error(request, format_html("<bdi>{}</bdi> exists already: there is nothing to restore.", key))
+        messages.error(
+            request, format_html("<bdi>{}</bdi> exists already: there is nothing to restore.", name_reveal(key))
+        )
         return HttpResponseRedirect(entry_url)
     messages.success(
-        request, format_html("Restored <bdi>{}</bdi> for <bdi>{}</bdi> at version {}.", key, uid, entry.version)
+        request,
+        format_html(
+            "Restored <bdi>{}</bdi> for <bdi>{}</bdi> at version {}.", name_reveal(key), name_reveal(uid), entry.version
+        ),
     )
     return HttpResponseRedirect(entry_url)
 
@@ -619,12 +632,21 @@ def held_write_decide(request: HttpRequest) -> HttpResponse:
             result = services.held_write_approve(held_id=held_id, decider=decider)
             messages.success(
                 request,
-                format_html("Approved: <bdi>{}</bdi> for <bdi>{}</bdi> is stored.", result.entry.key, result.entry.uid),
+                format_html(
+                    "Approved: <bdi>{}</bdi> for <bdi>{}</bdi> is stored.",
+                    name_reveal(result.entry.key),
+                    name_reveal(result.entry.uid),
+                ),
             )
         else:
             held = services.held_write_reject(held_id=held_id, decider=decider)
             messages.success(
-                request, format_html("Rejected: <bdi>{}</bdi> for <bdi>{}</bdi> was not stored.", held.key, held.uid)
+                request,
+                format_html(
+                    "Rejected: <bdi>{}</bdi> for <bdi>{}</bdi> was not stored.",
+                    name_reveal(held.key),
+                    name_reveal(held.uid),
+                ),
             )
     except HeldWrite.DoesNotExist:
         raise Http404("No held write has that number.") from None
@@ -666,7 +688,7 @@ def user_forget(request: HttpRequest) -> HttpResponse:
                 format_html(
                     "Erased <bdi>{}</bdi>: {} memor{} and {} history event{} removed{}. The history records the "
                     "erasure.",
-                    uid,
+                    name_reveal(uid),
                     erasure.entries,
                     "y" if erasure.entries == 1 else "ies",
                     erasure.events,
@@ -681,7 +703,10 @@ def user_forget(request: HttpRequest) -> HttpResponse:
         messages.success(
             request,
             format_html(
-                "Forgot <bdi>{}</bdi>: {} memor{} deleted, history kept.", uid, deleted, "y" if deleted == 1 else "ies"
+                "Forgot <bdi>{}</bdi>: {} memor{} deleted, history kept.",
+                name_reveal(uid),
+                deleted,
+                "y" if deleted == 1 else "ies",
             ),
         )
         return HttpResponseRedirect(page_url("dashboard:users", scope))

@@ -294,7 +294,7 @@ class Worker:
             try:
                 heartbeat_end(name=self.name)
             except DatabaseError as error:
-                logger.warning("could not remove the heartbeat: %s", error)
+                logger.warning("could not mark the heartbeat stopped: %s", error)
 
 
 def run_until_signalled(worker: Worker, stop: threading.Event | None = None) -> None:

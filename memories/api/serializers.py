@@ -522,7 +522,9 @@ class InfoSyncSerializer(serializers.Serializer):
 
 
 class InfoWorkSerializer(serializers.Serializer):
-    worker_seen = serializers.BooleanField(help_text="Whether a worker (`manage.py work`) was seen in the last minute.")
+    worker_seen = serializers.BooleanField(
+        help_text="Whether a running worker (`manage.py work`) was seen in the last minute (one that stopped is not)."
+    )
     last_seen = serializers.DateTimeField(allow_null=True, help_text="When a worker was last seen.")
     waiting = serializers.DictField(
         child=serializers.IntegerField(), help_text="Work waiting, by kind (sync, evaluation, ...), for the whole hub."

@@ -18,6 +18,7 @@ from memoryhub_client import (
     BatchOperation,
     HeldWrite,
     HubBackend,
+    InvalidArgument,
     MemoryHub,
     MemoryHubError,
     NotFound,
@@ -66,6 +67,8 @@ def test_a_held_write_is_looked_up_by_its_number_with_what_it_asked_for(guarded:
     assert looked_up.requested_by is not None and looked_up.decided_by is None and looked_up.entry_version is None
     with pytest.raises(NotFound):
         guarded.held(looked_up.id + 10_000)
+    with pytest.raises(InvalidArgument, match="held_id must be a held write's number"):
+        guarded.held(True)
 
 
 def test_a_held_update_raises_write_held_and_the_memory_keeps_its_value(guarded: MemoryHub, uid: str) -> None:

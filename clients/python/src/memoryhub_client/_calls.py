@@ -118,7 +118,9 @@ def _expiry(ttl: int | None, expires: datetime | None, clear_expiry: bool) -> di
 
 
 def held_get(held_id: int) -> Call[HeldWrite]:
-    return Call("GET", f"/held/{int(held_id)}", lambda response: HeldWrite.from_json(response.json()))
+    if isinstance(held_id, bool) or not isinstance(held_id, int) or held_id < 1:
+        raise InvalidArgument(f"held_id must be a held write's number, a whole number of at least 1; got {held_id!r}.")
+    return Call("GET", f"/held/{held_id}", lambda response: HeldWrite.from_json(response.json()))
 
 
 def search_limit(limit: int) -> int:
