@@ -78,7 +78,7 @@ POSTGRES_UNREACHABLE_CLASSES = ("08",)
 POSTGRES_UNREACHABLE_STATES = frozenset({"57P01", "57P02", "57P03"})
 
 
-def database_unavailable(error: Exception) -> type[exceptions.APIException] | None:
+def database_unavailable(error: Exception) -> type[DatabaseBusy | DatabaseUnreachable] | None:
     """What a database error tells the client: DatabaseBusy when the database rolled the request back for now
     (class 40 on PostgreSQL, a lock on SQLite), DatabaseUnreachable when it could not be reached or the connection
     broke, None for any other error (a 500: a statement timeout, a full disk, a missing table)."""

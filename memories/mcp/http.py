@@ -23,6 +23,7 @@ it with its sentence. The account is then put in the ASGI scope, where the tools
 
 import asyncio
 import json
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import OperationalError
 from django.http import HttpRequest
 from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context
@@ -40,9 +42,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memories.mcp.stdio import INVALID_REQUEST, NO_VALID_ID, error_answer, named_id, names_no_valid_id
 from memories.mcp.tools import ACCOUNT_SCOPE_KEY, build_server, in_django
-from memoryhub.api import TokenRateThrottle
+from memoryhub.api import TokenRateThrottle, database_unavailable
 from memoryhub.authentication import token_read
 from memoryhub.numbers import plain_whole_number
+
+logger = logging.getLogger(__name__)
 
 MCP_PATHS = ("/mcp", "/mcp/")
 AUTH_SCHEMES = ("bearer", "token")
@@ -123,15 +127,18 @@ async def _answer(
     headers: list[tuple[bytes, bytes]] | None = None,
     *,
     retry_after: int | None = None,
+    code: str | None = None,
 ) -> None:
     """A refusal before the SDK reads the request: a JSON-RPC error under id null (the body is not read yet), which
     an SDK client raises with this message (a body of another shape, it replaces by "Server returned an error
     response"); its data names the HTTP status, and for a 429 the seconds Retry-After says."""
-    data: dict[str, int] = {"status": status}
+    data: dict[str, int | str] = {"status": status}
     if retry_after is not None:
         data["retry_after"] = retry_after
-    code = INVALID_REQUEST if status in INVALID_STATUSES else REQUEST_REFUSED
-    await _answer_json(send, status, error_answer(code, detail, data=data), headers)
+    if code is not None:
+        data["code"] = code
+    rpc_code = INVALID_REQUEST if status in INVALID_STATUSES else REQUEST_REFUSED
+    await _answer_json(send, status, error_answer(rpc_code, detail, data=data), headers)
 
 
 async def _answer_json(send: Send, status: int, data: object, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -232,7 +239,23 @@ class MCPApplication:
             )
             return
         client = scope.get("client") or ("", 0)
-        admission = await in_django(lambda: admit(token_key.strip(), client[0]))
+        try:
+            admission = await in_django(lambda: admit(token_key.strip(), client[0]))
+        except OperationalError as error:
+            unavailable = database_unavailable(error)
+            if unavailable is None:
+                raise
+            # As the REST API answers it (memoryhub.api), in JSON-RPC: busy (nothing done) or out of reach.
+            logger.warning("database unavailable, /mcp answered 503 (%s): %s", unavailable.default_code, error)
+            await _answer(
+                send,
+                503,
+                str(unavailable.default_detail),
+                [(b"retry-after", str(unavailable.wait).encode())],
+                retry_after=unavailable.wait,
+                code=str(unavailable.default_code),
+            )
+            return
         if admission.account is None:
             extra = [(b"www-authenticate", b'Bearer realm="memoryhub"')] if admission.status == 401 else []
             if admission.retry_after is not None:
