@@ -458,7 +458,10 @@ class HybridMatches:
         phrase of the query as whole words: their folded texts read once, in one statement. A query of stop words
         alone ("the") says nothing by its words: none."""
         if self._every_word is None:
-            asked = {*(word for word in self.query.words if word not in STOP_WORDS), *self.query.phrases}
+            # Each word with the typos' variants that stand for it ("cofee" is held by an entry holding "coffee").
+            asked = [(word, *self.query.variants_of(word)) for word in self.query.words if word not in STOP_WORDS] + [
+                (phrase,) for phrase in self.query.phrases
+            ]
             nearest = {entry_id for entry_id, _ in self.nearest}
             ids = [candidate.entry_id for candidate in self.lexical.candidates[:LEXICAL_FUSED]]
             ids = [entry_id for entry_id in ids if entry_id not in nearest]
@@ -467,7 +470,7 @@ class HybridMatches:
             self._every_word = frozenset(
                 entry_id
                 for entry_id, key_folded, value_folded in rows
-                if all(holds_whole(term, key_folded, value_folded) for term in asked)
+                if all(any(holds_whole(term, key_folded, value_folded) for term in terms) for terms in asked)
             )
         return self._every_word
 

@@ -184,6 +184,13 @@ class LexicalQuery:
         """The terms bm25 scores: the query's own, then its typos' variants."""
         return (*self.own_terms, *self.variant_terms)
 
+    def variants_of(self, word: str) -> tuple[str, ...]:
+        """The typos' variants that stand for word (one edit away from it, or its singular)."""
+        if not self.variants:
+            return ()
+        near = word_variants(word) | _singular(word)
+        return tuple(variant for variant in self.variants if variant in near)
+
     @property
     def named_terms(self) -> tuple[str, ...]:
         """The terms a result names as matched (matched_terms): words, phrases and typos' variants."""

@@ -378,10 +378,13 @@ def test_an_entry_unlike_the_user_s_many_look_alikes_is_relevant_to_the_question
     assert [result["key"] for result in results if result["relevant"]] == ["pet"]
 
 
-def test_the_first_word_matches_of_a_word_the_look_alikes_share_are_relevant(owner_api: APIClient, alike: None) -> None:
+@pytest.mark.parametrize("query_text", ["coffee", "cofee"])
+def test_the_first_word_matches_of_a_word_the_look_alikes_share_are_relevant(
+    owner_api: APIClient, alike: None, query_text: str
+) -> None:
     # The nearest by meaning are other notes on coffee than the ones the words rank first: each of those holds the
-    # query's every word, so it is relevant whether or not the meaning found it too.
-    results, ranking = _search(owner_api, "coffee")
+    # query's every word (or the word a typo stands for), so it is relevant whether or not the meaning found it too.
+    results, ranking = _search(owner_api, query_text)
     first_by_words = [result for result in results if (result["lexical_rank"] or 99) <= hybrid.LEXICAL_FUSED]
     assert ranking == "hybrid" and len(first_by_words) == hybrid.LEXICAL_FUSED
     assert any(result["semantic_similarity"] is None for result in first_by_words)
@@ -393,7 +396,7 @@ def test_the_first_word_matches_of_a_word_the_look_alikes_share_are_relevant(own
     [
         "coffee with oat milk",  # some of its words only
         "ink coffee",  # "ink" only inside "drinks"
-        "coffee umber",  # "umber" only inside "number"
+        "coffee umbe",  # "umbe" only inside "number", two edits from it
     ],
 )
 def test_a_word_match_not_holding_every_word_of_the_query_whole_is_not_relevant_by_its_words_alone(
