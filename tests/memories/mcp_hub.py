@@ -3,6 +3,7 @@ stdio, and Streamable HTTP at /mcp of a hub served as `make serve` serves it
 (tests.support.hub_process.running_hub), each on a database of its own.
 """
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -11,6 +12,7 @@ from contextlib import asynccontextmanager
 import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from starlette.types import Message
 
 from tests.support.hub_process import PROJECT
 
@@ -43,3 +45,20 @@ async def http_session(url: str, headers: dict[str, str]) -> AsyncIterator[Clien
     ):
         await session.initialize()
         yield session
+
+
+def mcp_asgi_post(headers: list[tuple[bytes, bytes]]) -> list[Message]:
+    """The ASGI messages the hub's /mcp application sends for a POST with these headers and an empty body, in this
+    process (for what it answers before the SDK reads the request)."""
+    from memories.mcp.http import MCPApplication  # here: the MCP server costs any importer its start-up
+
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(MCPApplication()({"type": "http", "method": "POST", "path": "/mcp", "headers": headers}, receive, send))
+    return sent

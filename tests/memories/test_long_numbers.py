@@ -2,13 +2,10 @@
 budget, a length), is answered as any number past every limit or as text that is no such number (404, 400, 412 or
 413), never with a 500 (past 4,300 digits Python's int() raises)."""
 
-import asyncio
-
 import pytest
-from starlette.types import Message
 
 from memories import services
-from memories.mcp.http import MCPApplication
+from tests.memories.mcp_hub import mcp_asgi_post
 
 HUGE = "9" * 5000
 # A small number written with thousands of leading zeros: int() refuses it as it refuses HUGE.
@@ -88,21 +85,8 @@ def test_the_dashboard_refuses_a_delete_of_a_huge_version(owner, owner_client):
 
 def test_mcp_takes_a_length_of_thousands_of_digits_for_one_over_the_limit(settings):
     settings.ALLOWED_HOSTS = ["testserver"]
-    sent: list[Message] = []
 
-    async def receive() -> Message:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/mcp",
-        "headers": [(b"host", b"testserver"), (b"content-length", HUGE.encode())],
-    }
-    asyncio.run(MCPApplication()(scope, receive, send))
+    sent = mcp_asgi_post([(b"host", b"testserver"), (b"content-length", HUGE.encode())])
 
     assert sent[0]["status"] == 413
     assert b"MEMORYHUB_MAX_BODY_BYTES" in sent[1]["body"]
