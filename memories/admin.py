@@ -53,16 +53,17 @@ def _to_the_second(moment: datetime | None) -> datetime | None:
     return None if moment is None else moment.replace(microsecond=0)
 
 
-@admin.display(description="uid", ordering="uid")
-def shown_uid(row: MemoryEntry | HeldWrite | MemoryEvent | SyncTask) -> str:
-    """The uid as a list shows it: a character that would reorder or hide part of it written out."""
-    return name_reveal(row.uid)
+class NamesShown(admin.ModelAdmin):
+    """An admin of rows with a uid and a key, shown with the characters that would reorder or hide part of them
+    written out (name_reveal): list them as "shown_uid" and "shown_key"."""
 
+    @admin.display(description="uid", ordering="uid")
+    def shown_uid(self, row: MemoryEntry | HeldWrite | MemoryEvent | SyncTask) -> str:
+        return name_reveal(row.uid)
 
-@admin.display(description="key", ordering="key")
-def shown_key(row: MemoryEntry | HeldWrite | MemoryEvent | SyncTask) -> str:
-    """The key as a list shows it (as shown_uid)."""
-    return name_reveal(row.key)
+    @admin.display(description="key", ordering="key")
+    def shown_key(self, row: MemoryEntry | HeldWrite | MemoryEvent | SyncTask) -> str:
+        return name_reveal(row.key)
 
 
 class MemoryEntryForm(forms.ModelForm):
@@ -139,9 +140,19 @@ def _expiry_changed(form: forms.ModelForm) -> bool:
 
 
 @admin.register(MemoryEntry)
-class MemoryEntryAdmin(admin.ModelAdmin):
+class MemoryEntryAdmin(NamesShown):
     form = MemoryEntryForm
-    list_display = [shown_uid, shown_key, "kind", "privacy", "owner", "version", "updated", "expires", "guard_flags"]
+    list_display = [
+        "shown_uid",
+        "shown_key",
+        "kind",
+        "privacy",
+        "owner",
+        "version",
+        "updated",
+        "expires",
+        "guard_flags",
+    ]
     list_filter = ["kind", "privacy", "owner", ("guard_flags", admin.EmptyFieldListFilter)]
     search_fields = ["uid", "key", "value"]
     list_select_related = ["owner"]
@@ -256,30 +267,31 @@ class MemoryEntryAdmin(admin.ModelAdmin):
 
 
 @admin.register(HeldWrite)
-class HeldWriteAdmin(admin.ModelAdmin):
+class HeldWriteAdmin(NamesShown):
     """The review queue: staff approve (the write is applied, as them) or reject held writes; never edited."""
 
-    list_display = ["requested_at", "owner", shown_uid, shown_key, "guard_flags", "status", "decided_by", "decided_at"]
+    list_display = [
+        "requested_at",
+        "owner",
+        "shown_uid",
+        "shown_key",
+        "guard_flags",
+        "status",
+        "decided_by",
+        "decided_at",
+    ]
     list_filter = ["status", "owner"]
     search_fields = ["uid", "key", "value"]
     list_select_related = ["owner", "decided_by"]
     ordering = ["status", "requested_at"]
     actions = ["approve", "reject"]
-    # Shown as uid_shown and key_shown instead (written out where a character would reorder or hide part of them).
+    # Shown as shown_uid and shown_key instead (written out where a character would reorder or hide part of them).
     exclude = ["uid", "key"]
     readonly_fields = [
-        "owner", "uid_shown", "key_shown", "value", "revealed_value", "kind", "meta", "asked_expiry",
+        "owner", "shown_uid", "shown_key", "value", "revealed_value", "kind", "meta", "asked_expiry",
         "expected_version", "guard_flags", "reasons", "requested_by", "requested_at", "status", "decided_by",
         "decided_at", "entry_version",
     ]  # fmt: skip
-
-    @admin.display(description="uid")
-    def uid_shown(self, held: HeldWrite) -> str:
-        return shown_uid(held)
-
-    @admin.display(description="key")
-    def key_shown(self, held: HeldWrite) -> str:
-        return shown_key(held)
 
     @admin.display(description="Value, hidden characters written out")
     def revealed_value(self, held: HeldWrite) -> str:
@@ -337,10 +349,10 @@ class HeldWriteAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryEvent)
-class MemoryEventAdmin(admin.ModelAdmin):
+class MemoryEventAdmin(NamesShown):
     """The history, read-only: it records what happened and is never edited."""
 
-    list_display = ["at", shown_uid, shown_key, "action", "version", "owner", "actor"]
+    list_display = ["at", "shown_uid", "shown_key", "action", "version", "owner", "actor"]
     list_filter = ["action", "owner"]
     search_fields = ["uid", "key"]
     list_select_related = ["owner", "actor"]
@@ -379,12 +391,12 @@ class MemoryEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(SyncTask)
-class SyncTaskAdmin(admin.ModelAdmin):
+class SyncTaskAdmin(NamesShown):
     """The sync outbox, read-only, with one action: put failed tasks back in the queue."""
 
     list_display = [
-        shown_uid,
-        shown_key,
+        "shown_uid",
+        "shown_key",
         "operation",
         "status",
         "owner",

@@ -406,12 +406,17 @@ def guard_reasons(names: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
     return [(name, RULES_BY_NAME[name].reason if name in RULES_BY_NAME else "") for name in names]
 
 
+def _written_out(characters: re.Pattern[str], text: str) -> str:
+    """text with each of these characters written out as ⟦U+XXXX⟧ (an ASCII text holds none of them)."""
+    if text.isascii():
+        return text
+    return characters.sub(lambda match: f"⟦U+{ord(match.group()):04X}⟧", text)
+
+
 def guard_reveal(text: str) -> str:
     """text with every character an invisible rule looks for written out as ⟦U+XXXX⟧, so a reviewer reads
     what a model would (an override no longer reverses what follows it on the page)."""
-    if text.isascii():
-        return text
-    return _INVISIBLE_CHARACTERS.sub(lambda match: f"⟦U+{ord(match.group()):04X}⟧", text)
+    return _written_out(_INVISIBLE_CHARACTERS, text)
 
 
 # In a uid or key shown as a name: the characters that reorder what follows them (overrides, embeddings, isolates,
@@ -426,9 +431,7 @@ _NAME_HIDDEN_CHARACTERS = re.compile(
 def name_reveal(name: str) -> str:
     """A uid or key as a page shows it: each character that would reorder it (and the page's text after it) or take
     no room written out as ⟦U+XXXX⟧ ("\u202eecila" is shown so, not as "alice")."""
-    if name.isascii():
-        return name
-    return _NAME_HIDDEN_CHARACTERS.sub(lambda match: f"⟦U+{ord(match.group()):04X}⟧", name)
+    return _written_out(_NAME_HIDDEN_CHARACTERS, name)
 
 
 def guard_hides_characters(names: list[str]) -> bool:

@@ -978,6 +978,12 @@ def user_erase(*, owner: User, uid: str, actor: User | None = None) -> Erasure |
     return Erasure(uid=uid, entries=erased, events=events, honcho_deletions=honcho_deletions)
 
 
+def _check_probe_account(owner: User) -> None:
+    """ValueError for any account but the reserved probe account: only its data is the evaluation's to clear."""
+    if owner.get_username() != PROBE_USERNAME:
+        raise ValueError(f"only the probe account {PROBE_USERNAME!r} can be cleared")
+
+
 def probe_data_clear(*, owner: User, uid: str) -> int:
     """Remove every entry and history row of one evaluation run's uid of the reserved probe account.
 
@@ -985,8 +991,7 @@ def probe_data_clear(*, owner: User, uid: str) -> int:
     behind. Each run has a uid of its own, so runs at the same time never clear each other's data.
     Refuses (ValueError) any other account. Returns how many entries went.
     """
-    if owner.get_username() != PROBE_USERNAME:
-        raise ValueError(f"only the probe account {PROBE_USERNAME!r} can be cleared")
+    _check_probe_account(owner)
     with transaction.atomic():
         deleted, _ = MemoryEntry.objects.filter(owner=owner, uid=uid).delete()
         MemoryEvent.objects.filter(owner=owner, uid=uid).delete()
@@ -1001,8 +1006,7 @@ PROBE_ABANDONED_AFTER = timedelta(days=1)
 def probe_data_abandoned_clear(*, owner: User, now: datetime) -> int:
     """Remove the probe data that runs whose worker died left behind: every probe uid of the reserved account none
     of whose entries or history rows is younger than PROBE_ABANDONED_AFTER. Returns how many entries went."""
-    if owner.get_username() != PROBE_USERNAME:
-        raise ValueError(f"only the probe account {PROBE_USERNAME!r} can be cleared")
+    _check_probe_account(owner)
     recent = now - PROBE_ABANDONED_AFTER
     entries = MemoryEntry.objects.filter(owner=owner, uid__startswith=PROBE_UID)
     events = MemoryEvent.objects.filter(owner=owner, uid__startswith=PROBE_UID)

@@ -117,17 +117,21 @@ def _expiry(ttl: int | None, expires: datetime | None, clear_expiry: bool) -> di
     return {"ttl": ttl} if ttl is not None else {}
 
 
+def _whole_from_1(name: str, number: object, what: str = "") -> int:
+    """number when it is a whole number of at least 1 (not a bool), else InvalidArgument naming it."""
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise InvalidArgument(f"{name} must be {what}a whole number of at least 1; got {number!r}.")
+    return number
+
+
 def held_get(held_id: int) -> Call[HeldWrite]:
-    if isinstance(held_id, bool) or not isinstance(held_id, int) or held_id < 1:
-        raise InvalidArgument(f"held_id must be a held write's number, a whole number of at least 1; got {held_id!r}.")
+    held_id = _whole_from_1("held_id", held_id, "a held write's number, ")
     return Call("GET", f"/held/{held_id}", lambda response: HeldWrite.from_json(response.json()))
 
 
 def search_limit(limit: int) -> int:
     """A search's limit, the page size it asks for: a whole number of at least 1."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidArgument(f"limit must be a whole number of at least 1; got {limit!r}.")
-    return limit
+    return _whole_from_1("limit", limit)
 
 
 def entry_get(uid: str, key: str) -> Call[Entry]:
